@@ -1,0 +1,171 @@
+"""What backends return and the REST API serialises: one set of models for both backends.
+
+JSON uses camelCase (like OpenPAI's REST API) while Python uses snake_case; dump with
+``model_dump(mode="json", by_alias=True)``. The TypeScript client mirrors these names.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class JobState(str, Enum):
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED)
+
+
+class TaskState(str, Enum):
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.STOPPED)
+
+
+class Resources(ApiModel):
+    gpu: int = 0
+    cpu: float = 0
+    memory_mb: int = 0
+
+
+class TaskStatus(ApiModel):
+    role: str
+    index: int
+    state: TaskState
+    node: str | None = None
+    ip: str | None = None
+    gpus: list[str] = Field(default_factory=list)
+    ports: dict[str, list[int]] = Field(default_factory=dict)
+    exit_code: int | None = None
+    exit_reason: str | None = None
+    retries: int = 0
+    started_time: datetime | None = None
+    completed_time: datetime | None = None
+
+
+class JobSummary(ApiModel):
+    id: str
+    name: str
+    user: str
+    state: JobState
+    sub_state: str | None = None
+    virtual_cluster: str
+    retries: int = 0
+    submission_time: datetime
+    launched_time: datetime | None = None
+    completed_time: datetime | None = None
+    exit_code: int | None = None
+    total_gpu_number: int = 0
+    total_task_number: int = 0
+    total_task_role_number: int = 0
+    waiting_reason: str | None = None
+
+
+class JobDetail(JobSummary):
+    spec: dict[str, Any]
+    tasks: list[TaskStatus] = Field(default_factory=list)
+
+
+class JobEvent(ApiModel):
+    time: datetime
+    type: str = "Normal"  # Normal | Warning, as in Kubernetes events
+    reason: str
+    message: str
+    source: str = "job"  # "job" or "<role>-<index>"
+
+
+class VirtualCluster(ApiModel):
+    name: str
+    capacity: Resources
+    used: Resources
+    free: Resources
+    running_jobs: int = 0
+    queued_jobs: int = 0
+    queued: Resources = Field(default_factory=Resources)
+    description: str | None = None
+
+
+class Image(ApiModel):
+    name: str
+    uri: str
+    description: str | None = None
+    gpu: bool = True
+
+
+class Storage(ApiModel):
+    name: str
+    mount_path: str
+    read_only: bool = False
+    description: str | None = None
+
+
+class StorageEntry(ApiModel):
+    name: str
+    path: str
+    type: str  # "file" | "directory"
+    size: int | None = None
+    modified: datetime | None = None
+
+
+class StorageListing(ApiModel):
+    storage: str
+    path: str
+    type: str = "directory"
+    entries: list[StorageEntry]
+
+
+class Info(ApiModel):
+    backend: str
+    flavor: str | None = None
+    version: str
+    user: str
+    namespace: str | None = None
+    gpu_slots: int | None = None
+
+
+class JobList(ApiModel):
+    jobs: list[JobSummary]
+
+
+class JobFilter(ApiModel):
+    vc: str | None = None
+    state: list[JobState] | None = None
+    user: str | None = None
+    keyword: str | None = None
+
+    def matches(self, job: JobSummary) -> bool:
+        if self.vc and job.virtual_cluster != self.vc:
+            return False
+        if self.state and job.state not in self.state:
+            return False
+        if self.user and job.user != self.user:
+            return False
+        if self.keyword:
+            needle = self.keyword.lower()
+            if needle not in job.name.lower() and needle not in job.id.lower():
+                return False
+        return True
