@@ -49,7 +49,7 @@ class TaskState(str, Enum):
 class Resources(ApiModel):
     gpu: int = 0
     cpu: float = 0
-    memory_mb: int = 0
+    memory_mb: int = Field(default=0, alias="memoryMB")
 
 
 class TaskStatus(ApiModel):

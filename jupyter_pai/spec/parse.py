@@ -1,10 +1,11 @@
 """Turn YAML / JSON / mappings into a validated :class:`JobProtocol`, or a :class:`SpecError`
-whose every entry names the field path and what to do."""
+whose every entry names the field path and what is wrong."""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,36 +14,82 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FieldError, SpecError
-from .checks import check_job
-from .protocol import JobProtocol
-from .shortform import expand, is_short_form
+from .checks import check_job, job_warnings
+from .protocol import PATTERN_HELP, JobProtocol
+from .shortform import ShortForm, expand, is_short_form, short_path
 
 
 @dataclass
 class ParsedJob:
     job: JobProtocol
     warnings: list[FieldError] = field(default_factory=list)
+    #: True when the input was the short form (``image``, ``command``, ``gpus`` …).
+    short_form: bool = False
 
 
 def load_document(source: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
-    """YAML (a superset of JSON) or an already-parsed mapping → a plain dict."""
+    """YAML (a superset of JSON) or an already-parsed mapping → a plain dict.
+
+    A key written twice in one mapping is an error (YAML would silently keep the last)."""
     if isinstance(source, Mapping):
         return copy.deepcopy(dict(source))
     text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
     if not text.strip():
         raise SpecError([FieldError("", "the job specification is empty")])
+    doc = _load_text(text)
+    if doc is None:
+        raise SpecError([FieldError("", "the job specification is empty")])
+    if not isinstance(doc, dict):
+        raise SpecError(
+            [FieldError("", f"the job specification must be a mapping of fields, not {_kind(doc)}")]
+        )
+    return doc
+
+
+def _load_text(text: str) -> Any:
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass  # YAML flow style also starts with { or [; let YAML judge it.
+    loader = yaml.SafeLoader(text)
     try:
-        doc = yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        duplicate = _duplicate_key(node, "")
+        if duplicate is not None:
+            raise SpecError([duplicate])
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise SpecError([FieldError("", f"not valid YAML or JSON{where}: {problem}")]) from None
-    if not isinstance(doc, dict):
-        raise SpecError(
-            [FieldError("", f"the job specification must be a mapping, not {type(doc).__name__}")]
-        )
-    return doc
+    finally:
+        loader.dispose()
+
+
+def _duplicate_key(node: yaml.Node, path: str) -> FieldError | None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            here = _join(path, key)
+            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
+                if key in seen:
+                    line = key_node.start_mark.line + 1
+                    return FieldError(here, f"is written twice (again at line {line})")
+                seen.add(key)
+            found = _duplicate_key(value_node, here)
+            if found is not None:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found = _duplicate_key(item, _join(path, str(i)))
+            if found is not None:
+                return found
+    return None
 
 
 def parse_job(
@@ -55,23 +102,42 @@ def parse_job(
     """Validate a job; ``parameters``, ``virtual_cluster`` and ``name`` override the document
     (the CLI's ``--param``, ``--vc`` and the magics' options)."""
     doc = load_document(source)
-    if is_short_form(doc):
-        doc = expand(doc)
-    if parameters:
-        doc["parameters"] = {**(doc.get("parameters") or {}), **parameters}
-    if virtual_cluster:
-        defaults = doc.get("defaults") if isinstance(doc.get("defaults"), dict) else {}
-        doc["defaults"] = {**defaults, "virtualCluster": virtual_cluster}
+    short = is_short_form(doc)
     if name:
         doc["name"] = name
+    if parameters:
+        given = doc.get("parameters")
+        doc["parameters"] = {**(given if isinstance(given, dict) else {}), **parameters}
+    if virtual_cluster:
+        if short:
+            doc["vc"] = virtual_cluster
+        else:
+            given = doc.get("defaults")
+            defaults = given if isinstance(given, dict) else {}
+            doc["defaults"] = {**defaults, "virtualCluster": virtual_cluster}
+
+    source_doc = doc
+    if short:
+        try:
+            ShortForm.model_validate(doc)
+        except ValidationError as exc:
+            raise SpecError(_field_errors(exc, doc)) from None
+        doc = expand(doc)
+
+    def rename(errors: list[FieldError]) -> list[FieldError]:
+        if not short:
+            return errors
+        return [FieldError(short_path(source_doc, e.path), e.message) for e in errors]
+
     try:
         job = JobProtocol.model_validate(doc)
     except ValidationError as exc:
-        raise SpecError([_field_error(e) for e in exc.errors()]) from None
+        raise SpecError(rename(_field_errors(exc, doc))) from None
     errors = check_job(job)
     if errors:
-        raise SpecError(errors)
-    return ParsedJob(job=job, warnings=unknown_fields(job))
+        raise SpecError(rename(errors))
+    warnings = rename(unknown_fields(job) + job_warnings(job))
+    return ParsedJob(job=job, warnings=warnings, short_form=short)
 
 
 def parse_json(text: str | bytes) -> Any:
@@ -108,11 +174,36 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _field_error(err: Any) -> FieldError:
-    loc = [str(p) for p in err["loc"]]
-    # pydantic adds the failing validator's name for unions / literals; drop those parts.
-    loc = [p for p in loc if not p.startswith(("function-", "literal[", "str", "list[", "int", "float"))]
-    return FieldError(".".join(loc), _message(err))
+# Parts pydantic adds to an error's location that are not fields: the branch of a union
+# (``str``, ``list[str]``), a validator (``function-after[…]``), a dict key marker.
+_NOT_A_FIELD = re.compile(r"^(\[key\]|str|int|float|bool|none|[a-z-]+\[.*\])$")
+
+
+def _field_errors(exc: ValidationError, doc: Any) -> list[FieldError]:
+    found: list[FieldError] = []
+    for err in exc.errors():
+        error = FieldError(_path(err["loc"], doc), _message(err))
+        if error not in found:
+            found.append(error)
+    return found
+
+
+def _path(loc: tuple[int | str, ...], doc: Any) -> str:
+    """The location as the user wrote it: parts present in the input are kept as they are,
+    pydantic's own markers (union branches, validator names) are dropped."""
+    parts: list[str] = []
+    current: Any = doc
+    for part in loc:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(part, str) and _NOT_A_FIELD.match(part):
+            continue
+        else:
+            current = None
+        parts.append(str(part))
+    return ".".join(parts)
 
 
 def _message(err: Any) -> str:
@@ -122,29 +213,56 @@ def _message(err: Any) -> str:
     if kind == "missing":
         return "is required"
     if kind == "greater_than_equal":
-        return f"must be ≥ {ctx.get('ge')} (got {given!r})"
+        return f"must be ≥ {_number(ctx.get('ge'))} (got {given!r})"
     if kind == "greater_than":
-        return f"must be > {ctx.get('gt')} (got {given!r})"
+        return f"must be > {_number(ctx.get('gt'))} (got {given!r})"
+    if kind == "less_than_equal":
+        return f"must be ≤ {_number(ctx.get('le'))} (got {given!r})"
     if kind == "literal_error":
         return f"must be {ctx.get('expected')} (got {given!r})"
     if kind == "string_pattern_mismatch":
-        return f"{given!r} must match {ctx.get('pattern')} (letters, digits, _ and -)"
-    if kind == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters"
+        pattern = str(ctx.get("pattern"))
+        help_ = PATTERN_HELP.get(pattern)
+        what = f"{given!r} is not a valid name" if err["loc"][-1] == "[key]" else f"{given!r}"
+        return f"{what}: must match {pattern}" + (f" ({help_})" if help_ else "")
+    if kind in ("string_too_long", "too_long"):
+        unit = "characters" if isinstance(given, str) else "entries"
+        size = len(given) if isinstance(given, (str, list, dict)) else "more"
+        return f"must be at most {ctx.get('max_length')} {unit} (got {size})"
     if kind in ("string_too_short", "too_short"):
         return "must not be empty"
     if kind in ("int_parsing", "int_type", "int_from_float"):
         return f"must be a whole number (got {given!r})"
-    if kind in ("float_parsing", "float_type"):
+    if kind in ("float_parsing", "float_type", "finite_number"):
         return f"must be a number (got {given!r})"
-    if kind in ("string_type",):
-        return f"must be text (got {type(given).__name__})"
+    if kind == "string_type":
+        return f"must be text (got {_kind(given)})"
     if kind in ("bool_parsing", "bool_type"):
         return f"must be true or false (got {given!r})"
-    if kind in ("list_type",):
-        return f"must be a list (got {type(given).__name__})"
+    if kind == "list_type":
+        return f"must be a list (got {_kind(given)})"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"must be a mapping (got {type(given).__name__})"
+        return f"must be a mapping (got {_kind(given)})"
     if kind == "value_error":
         return str(ctx.get("error", err["msg"]))
     return str(err["msg"])
+
+
+def _number(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"text {value!r}"
+    return type(value).__name__

@@ -3,25 +3,115 @@
 Field names are the protocol's own (camelCase) so that an OpenPAI job file and this model
 read the same. Unknown fields are kept (``extra="allow"``) and reported as warnings by
 :func:`jupyter_pai.spec.parse.parse_job`: OpenPAI jobs carry plugin sections we may not run.
+
+Leniencies (each is what an OpenPAI user writes in practice, and each is mirrored in the
+exported JSON Schema): ``protocolVersion: "2"``, a numeric ``name`` or ``version``, a single
+string where a list of command lines is expected, and an empty section (``completion:`` with
+nothing under it) meaning "all defaults".
 """
 
 from __future__ import annotations
 
-import re
+import posixpath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 NAME_PATTERN = r"^[a-zA-Z0-9_-]+$"
 ROLE_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 PORT_LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 DEFAULT_VIRTUAL_CLUSTER = "default"
 
+#: What each pattern means, in words, for error messages.
+PATTERN_HELP = {
+    NAME_PATTERN: "letters, digits, _ and - only",
+    ROLE_PATTERN: "a letter or _ first, then letters, digits and _ only",
+}
+
+#: HiveD priorities OpenPAI maps ``extras.hivedScheduler.jobPriorityClass`` to.
+PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
+
+#: Runtime plugins OpenPAI ships (others are accepted with a warning).
+KNOWN_RUNTIME_PLUGINS = ("ssh", "tensorboard", "teamwise_storage", "cmd", "git")
+
+PREREQUISITE_TYPES = ("dockerimage", "script", "data", "output")
+
+
+def _number_to_text(v: Any) -> Any:
+    # YAML reads ``name: 2024`` and ``version: 1.0`` as numbers.
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return v
+
+
+def _one_line_to_list(v: Any) -> Any:
+    # A single string is a one-line command list; OpenPAI users write both.
+    return [v] if isinstance(v, str) else v
+
+
+def _minus_one_or_positive(v: Any) -> Any:
+    if isinstance(v, int) and not isinstance(v, bool) and v != -1 and v < 1:
+        raise ValueError(f"must be -1 (no limit) or at least 1 (got {v})")
+    return v
+
+
 NonNegInt = Annotated[int, Field(ge=0)]
+JobName = Annotated[
+    str,
+    BeforeValidator(_number_to_text),
+    StringConstraints(min_length=1, max_length=255, pattern=NAME_PATTERN),
+    WithJsonSchema(
+        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NAME_PATTERN}
+    ),
+]
+RoleName = Annotated[str, StringConstraints(pattern=ROLE_PATTERN)]
+PortLabel = Annotated[str, StringConstraints(pattern=PORT_LABEL_PATTERN)]
+FreeText = Annotated[
+    str,
+    BeforeValidator(_number_to_text),
+    WithJsonSchema({"type": ["string", "number"]}),
+]
+CommandLines = Annotated[
+    list[str],
+    BeforeValidator(_one_line_to_list),
+    WithJsonSchema(
+        {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    ),
+]
+InstanceLimit = Annotated[
+    int,
+    BeforeValidator(_minus_one_or_positive),
+    WithJsonSchema(
+        {"anyOf": [{"const": -1}, {"type": "integer", "minimum": 1}]}
+    ),
+]
 
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_means_default(cls, data: Any) -> Any:
+        """``completion:`` with nothing under it (YAML null) means "the defaults"."""
+        if not isinstance(data, dict):
+            return data
+        known: set[str] = set()
+        for name, info in cls.model_fields.items():
+            known.add(name)
+            if info.alias:
+                known.add(info.alias)
+        return {k: v for k, v in data.items() if not (v is None and k in known)}
 
 
 class RegistryAuth(Model):
@@ -32,7 +122,7 @@ class RegistryAuth(Model):
 
 class Callback(Model):
     event: Literal["taskStarts", "taskSucceeds"]
-    commands: list[str] = Field(default_factory=list)
+    commands: CommandLines = Field(default_factory=list)
 
 
 class Prerequisite(Model):
@@ -44,24 +134,32 @@ class Prerequisite(Model):
     callbacks: list[Callback] = Field(default_factory=list)
     require: list[str] = Field(default_factory=list)
     failure_policy: Literal["ignore", "fail"] | None = Field(default=None, alias="failurePolicy")
+    version: FreeText | None = None
+    contributor: str | None = None
+    description: str | None = None
 
-    @model_validator(mode="after")
-    def _uri_required(self) -> Prerequisite:
-        if self.type == "dockerimage" and not self.uri:
+    @field_validator("uri", mode="before")
+    @classmethod
+    def _uri_shape(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            return v
+        if isinstance(v, list) and all(isinstance(u, str) for u in v):
+            return v
+        raise ValueError(f"must be text or a list of text (got {type(v).__name__})")
+
+    @field_validator("uri")
+    @classmethod
+    def _uri_required(cls, v: str | list[str] | None, info: ValidationInfo) -> Any:
+        if info.data.get("type") == "dockerimage" and (not isinstance(v, str) or not v.strip()):
             raise ValueError("a dockerimage prerequisite needs a uri (the image reference)")
-        return self
+        return v
 
 
 class Completion(Model):
-    min_failed_instances: int = Field(default=1, alias="minFailedInstances")
-    min_succeeded_instances: int | None = Field(default=None, alias="minSucceededInstances")
-
-    @field_validator("min_failed_instances", "min_succeeded_instances")
-    @classmethod
-    def _minus_one_or_positive(cls, v: int | None) -> int | None:
-        if v is not None and v != -1 and v < 1:
-            raise ValueError("must be -1 (never) or at least 1")
-        return v
+    min_failed_instances: InstanceLimit = Field(default=1, alias="minFailedInstances")
+    min_succeeded_instances: InstanceLimit | None = Field(
+        default=None, alias="minSucceededInstances"
+    )
 
 
 class ExtraContainerOptions(Model):
@@ -71,20 +169,9 @@ class ExtraContainerOptions(Model):
 
 class ResourcePerInstance(Model):
     cpu: Annotated[float, Field(ge=0)] = 1
-    memory_mb: Annotated[int, Field(ge=0)] = Field(default=1024, alias="memoryMB")
+    memory_mb: NonNegInt = Field(default=1024, alias="memoryMB")
     gpu: NonNegInt = 0
-    ports: dict[str, NonNegInt] = Field(default_factory=dict)
-
-    @field_validator("ports")
-    @classmethod
-    def _port_labels(cls, v: dict[str, int]) -> dict[str, int]:
-        for label in v:
-            if not re.match(PORT_LABEL_PATTERN, label):
-                raise ValueError(
-                    f"port label {label!r} must start with a letter or _ and hold only "
-                    "letters, digits and _"
-                )
-        return v
+    ports: dict[PortLabel, NonNegInt] = Field(default_factory=dict)
 
 
 class TaskRole(Model):
@@ -102,28 +189,23 @@ class TaskRole(Model):
     resource_per_instance: ResourcePerInstance = Field(
         default_factory=ResourcePerInstance, alias="resourcePerInstance"
     )
-    commands: list[str] = Field(min_length=1)
-
-    @field_validator("commands", mode="before")
-    @classmethod
-    def _command_string(cls, v: Any) -> Any:
-        # A single string is a one-line command list; OpenPAI users write both.
-        return [v] if isinstance(v, str) else v
+    commands: Annotated[CommandLines, Field(min_length=1)]
 
     @property
     def min_succeeded(self) -> int:
-        """Succeeded instances that complete the job; -1 means never by this role."""
+        """Succeeded instances that complete the job; -1 means wait for all of them."""
         v = self.completion.min_succeeded_instances
         return self.instances if v is None else v
 
     @property
     def min_failed(self) -> int:
+        """Failed instances that fail the job; -1 means this role never fails it."""
         return self.completion.min_failed_instances
 
 
 class DeploymentRole(Model):
-    pre_commands: list[str] = Field(default_factory=list, alias="preCommands")
-    post_commands: list[str] = Field(default_factory=list, alias="postCommands")
+    pre_commands: CommandLines = Field(default_factory=list, alias="preCommands")
+    post_commands: CommandLines = Field(default_factory=list, alias="postCommands")
 
 
 class Deployment(Model):
@@ -145,13 +227,19 @@ class StorageMount(Model):
     @field_validator("mount_path")
     @classmethod
     def _absolute(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith("/"):
-            raise ValueError("must be an absolute path such as /mnt/data")
+        if v is None:
+            return v
+        if not v.startswith("/"):
+            raise ValueError(f"must be an absolute path such as /mnt/data (got {v!r})")
+        if ".." in v.split("/"):
+            raise ValueError(f"must not contain '..' (got {v!r})")
+        if posixpath.normpath(v) == "/":
+            raise ValueError("must not be / (the container's root)")
         return v
 
     @property
     def effective_mount_path(self) -> str:
-        return self.mount_path or f"/mnt/{self.name}"
+        return posixpath.normpath(self.mount_path) if self.mount_path else f"/mnt/{self.name}"
 
 
 class HivedRole(Model):
@@ -167,9 +255,14 @@ class HivedScheduler(Model):
     )
     task_roles: dict[str, HivedRole] = Field(default_factory=dict, alias="taskRoles")
 
+    @property
+    def priority(self) -> int:
+        """HiveD priority of the class (crit 120, prod 100, test 10, oppo -1)."""
+        return PRIORITY_CLASSES[self.job_priority_class]
+
 
 class RuntimePlugin(Model):
-    plugin: str
+    plugin: str = Field(min_length=1)
     parameters: dict[str, Any] = Field(default_factory=dict)
     failure_policy: Literal["ignore", "fail"] | None = Field(default=None, alias="failurePolicy")
     taskroles: list[str] | None = None
@@ -195,13 +288,20 @@ class Extras(Model):
     )
 
 
+ProtocolVersion = Annotated[
+    Literal[2],
+    BeforeValidator(lambda v: 2 if (v == "2" or (v == 2 and not isinstance(v, bool))) else v),
+    WithJsonSchema({"enum": [2, "2"]}),
+]
+
+
 class JobProtocol(Model):
     """A job as OpenPAI protocol v2 describes it, with every default filled in."""
 
-    protocol_version: Literal[2] = Field(alias="protocolVersion")
-    name: str = Field(min_length=1, max_length=255, pattern=NAME_PATTERN)
-    type: Literal["job"] = "job"
-    version: str | None = None
+    protocol_version: ProtocolVersion = Field(alias="protocolVersion")
+    name: JobName
+    type: Literal["job"]
+    version: FreeText | None = None
     contributor: str | None = None
     description: str | None = None
     prerequisites: list[Prerequisite] = Field(default_factory=list)
@@ -211,28 +311,7 @@ class JobProtocol(Model):
     deployments: list[Deployment] = Field(default_factory=list)
     defaults: Defaults = Field(default_factory=Defaults)
     extras: Extras = Field(default_factory=Extras)
-    task_roles: dict[str, TaskRole] = Field(alias="taskRoles", min_length=1)
-
-    @field_validator("protocol_version", mode="before")
-    @classmethod
-    def _version_string(cls, v: Any) -> Any:
-        return 2 if v in ("2", 2) else v
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, (int, float)) else v
-
-    @field_validator("task_roles")
-    @classmethod
-    def _role_names(cls, v: dict[str, TaskRole]) -> dict[str, TaskRole]:
-        for role in v:
-            if not re.match(ROLE_PATTERN, role):
-                raise ValueError(
-                    f"task role name {role!r} must start with a letter or _ and hold only "
-                    "letters, digits and _"
-                )
-        return v
+    task_roles: dict[RoleName, TaskRole] = Field(alias="taskRoles", min_length=1)
 
     # -- derived views used by every backend -------------------------------------------
 
@@ -252,6 +331,16 @@ class JobProtocol(Model):
     def total_gpus(self) -> int:
         return sum(r.instances * r.resource_per_instance.gpu for r in self.task_roles.values())
 
+    @property
+    def gang_allocation(self) -> bool:
+        return self.extras.gang_allocation
+
+    @property
+    def priority(self) -> int:
+        """HiveD-style priority: the class's when ``extras.hivedScheduler`` is set, else test."""
+        hived = self.extras.hived_scheduler
+        return hived.priority if hived is not None else PRIORITY_CLASSES["test"]
+
     def prerequisite(self, name: str) -> Prerequisite | None:
         return next((p for p in self.prerequisites if p.name == name), None)
 
@@ -267,3 +356,6 @@ class JobProtocol(Model):
         if self.defaults.deployment is None:
             return None
         return next((d for d in self.deployments if d.name == self.defaults.deployment), None)
+
+    def storage(self, name: str) -> StorageMount | None:
+        return next((s for s in self.extras.storages if s.name == name), None)

@@ -9,6 +9,9 @@ from .protocol import JobProtocol
 from .templating import Reference, as_text, lookup, render
 
 HIDDEN = "******"
+#: Secret values shorter than this are hidden where they are declared but not searched for
+#: inside other text (a secret "1" would otherwise blank every digit of a spec).
+MIN_SEARCHED_SECRET = 4
 
 
 def task_commands(job: JobProtocol, role: str, *, secrets: bool = True) -> list[str]:
@@ -33,11 +36,13 @@ def task_commands(job: JobProtocol, role: str, *, secrets: bool = True) -> list[
             if not secrets:
                 return f"<% $secrets.{ref.key} %>"
             return as_text(lookup(job.secrets, ref.key))
-        pre = job.prerequisite(getattr(role_spec, ref.scope) or "")
-        uri = pre.uri if pre else None
-        if ref.key == "uri" and uri is not None:
-            return uri if isinstance(uri, str) else " ".join(uri)
-        return as_text(getattr(pre, ref.key, "")) if pre else ""
+        pre = job.prerequisite(getattr(role_spec, ref.scope, None) or "")
+        if pre is None:
+            return ""
+        if ref.key == "uri":
+            uri = pre.uri
+            return uri if isinstance(uri, str) else " ".join(uri or [])
+        return as_text(getattr(pre, ref.key, ""))
 
     return [render(line, resolve) for line in lines]
 
@@ -64,18 +69,38 @@ def secret_values(job: JobProtocol) -> list[str]:
 
 
 def public_spec(job: JobProtocol) -> dict[str, Any]:
-    """The job as users may see it: every field, secrets' values replaced."""
+    """The job as users may see it: every field, secrets' values replaced by ``******``.
+
+    Declared secrets and registry passwords are hidden outright; any other text that
+    contains a secret's value (a parameter, a plugin's settings) has it replaced."""
     doc = job.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if doc.get("secrets"):
+    if "secrets" in doc:
         doc["secrets"] = {key: HIDDEN for key in doc["secrets"]}
     for pre in doc.get("prerequisites", []):
         auth = pre.get("auth")
         if auth and auth.get("password"):
             auth["password"] = HIDDEN
-    return doc
+    searched = [s for s in secret_values(job) if len(s) >= MIN_SEARCHED_SECRET]
+    if not searched:
+        return doc
+    redacted: dict[str, Any] = _redact_tree(doc, searched)
+    return redacted
+
+
+def _redact_tree(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {redact(k, secrets): _redact_tree(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_tree(v, secrets) for v in value]
+    return value
 
 
 def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every value of ``secrets`` (longest first, as :func:`secret_values`
+    returns them) replaced by ``******``."""
     for value in secrets:
-        text = text.replace(value, HIDDEN)
+        if value:
+            text = text.replace(value, HIDDEN)
     return text

@@ -1,0 +1,1 @@
+"""Backends: one async interface (base.Backend), chosen by configuration."""

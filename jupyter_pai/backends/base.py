@@ -1,0 +1,116 @@
+"""The one async interface every backend implements; the server, CLI, magics and kernel
+provisioner are thin shells over it."""
+
+from __future__ import annotations
+
+import abc
+import getpass
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from traitlets import Unicode, default
+from traitlets.config import LoggingConfigurable
+
+from ..spec.protocol import JobProtocol
+from .models import (
+    Info,
+    JobDetail,
+    JobEvent,
+    JobFilter,
+    JobSummary,
+    Storage,
+    StorageListing,
+    VirtualCluster,
+)
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """Which part of a task's log to read.
+
+    ``tail`` = last N lines; ``offset``/``limit`` = a byte range (what the UI's virtualised
+    viewer asks for); ``follow`` keeps streaming until the task ends."""
+
+    role: str | None = None
+    index: int = 0
+    follow: bool = False
+    tail: int | None = None
+    offset: int | None = None
+    limit: int | None = None
+    attempt: int | None = None
+
+
+@dataclass
+class LogStream:
+    """A task's log: its size when opened (bytes) and the chunks to send."""
+
+    size: int
+    chunks: AsyncIterator[bytes]
+    role: str
+    index: int
+
+
+@dataclass
+class FileContent:
+    """A file in a storage: its size and content chunks."""
+
+    name: str
+    size: int
+    chunks: AsyncIterator[bytes]
+
+
+class Backend(LoggingConfigurable):  # type: ignore[misc]
+    """Jobs, virtual clusters, logs, events and storage for one user.
+
+    Abstract (``abc.abstractmethod`` marks what subclasses implement); traitlets' metaclass
+    rules out ``abc.ABC`` as a base."""
+
+    name: str = "abstract"
+
+    user = Unicode(
+        help="""The user jobs are submitted as (OpenPAI's ``PAI_USER_NAME``); default:
+        $JUPYTER_PAI_USER, else the operating-system user.""",
+    ).tag(config=True)
+
+    @default("user")
+    def _default_user(self) -> str:
+        return os.environ.get("JUPYTER_PAI_USER") or getpass.getuser()
+
+    async def start(self) -> None:
+        """Open connections and caches; called once before use."""
+
+    async def close(self) -> None:
+        """Release what :meth:`start` opened; running jobs keep running."""
+
+    @abc.abstractmethod
+    async def info(self) -> Info: ...
+
+    @abc.abstractmethod
+    async def virtual_clusters(self) -> list[VirtualCluster]: ...
+
+    @abc.abstractmethod
+    async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]: ...
+
+    @abc.abstractmethod
+    async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:
+        """Create the job; raise SpecError/BadRequest (400), Conflict (409) or Unavailable (503)
+        with nothing left behind."""
+
+    @abc.abstractmethod
+    async def get_job(self, job_id: str) -> JobDetail: ...
+
+    @abc.abstractmethod
+    async def stop_job(self, job_id: str) -> JobDetail: ...
+
+    @abc.abstractmethod
+    async def logs(self, job_id: str, query: LogQuery) -> LogStream: ...
+
+    @abc.abstractmethod
+    async def events(self, job_id: str) -> list[JobEvent]: ...
+
+    @abc.abstractmethod
+    async def storages(self) -> list[Storage]: ...
+
+    @abc.abstractmethod
+    async def read_storage(self, name: str, path: str) -> StorageListing | FileContent: ...

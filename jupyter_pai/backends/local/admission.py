@@ -1,0 +1,194 @@
+"""The scheduling pass: applied under the state lock by whichever process changed something
+(a submission, a stop, a job ending), so queued jobs start even when no server runs.
+
+It also heals what a crash left behind: a job whose supervisor died is failed and its
+processes killed; a job admitted but never picked up by a supervisor is launched again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+
+from ..models import JobState, TaskState
+from .processes import alive, signal_group
+from .records import JobRecord, now
+from .scheduler import Demand, plan
+from .store import StateStore, write_atomic
+
+RELAUNCH_AFTER = timedelta(seconds=30)
+
+
+@dataclass
+class SharedConfig:
+    """Settings every process using the state directory must agree on (config.json)."""
+
+    slots: list[str] = field(default_factory=list)
+    capacities: dict[str, int] = field(default_factory=lambda: {"default": 0})
+    stop_grace_seconds: float = 10.0
+
+
+def load_config(store: StateStore) -> SharedConfig:
+    path = store.root / "config.json"
+    if not path.exists():
+        return SharedConfig()
+    return SharedConfig(**json.loads(path.read_bytes()))
+
+
+def save_config(store: StateStore, config: SharedConfig) -> None:
+    write_atomic(store.root / "config.json", json.dumps(asdict(config), indent=1), mode=0o644)
+
+
+Spawner = Callable[[StateStore, str], None]
+
+
+# Fork before importing anything heavy, so the spawner waits only for Python to start.
+_DAEMON = (
+    "import os, sys\n"
+    "if os.fork() > 0:\n"
+    "    os._exit(0)\n"
+    "from jupyter_pai.backends.local.supervisor import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
+def spawn_supervisor(store: StateStore, job_id: str) -> None:
+    """Start the job's supervisor detached from this process (it outlives the server)."""
+    log = open(store.job_dir(job_id) / "supervisor.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _DAEMON, str(store.root), job_id],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True, close_fds=True,
+        )
+        proc.wait(timeout=30)  # the first child exits as soon as it has forked the supervisor
+    finally:
+        log.close()
+
+
+def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
+    """One pass; the caller holds ``store.locked()``."""
+    config = load_config(store)
+    records: list[JobRecord] = []
+    for job_id in store.active_ids():
+        try:
+            records.append(store.read_job(job_id))
+        except FileNotFoundError:
+            continue
+    for rec in records:
+        if rec.state in (JobState.RUNNING, JobState.STOPPING):
+            _heal(store, rec, spawn)
+    active = [r for r in records if not r.state.terminal]
+    demands = [Demand(r, {t.key: t.gpu_request for t in r.tasks}) for r in active]
+    decided = plan(demands, config.slots, config.capacities)
+    by_id = {r.id: r for r in active}
+    for job_id, reason in decided.waiting.items():
+        rec = by_id[job_id]
+        if rec.waiting_reason != reason:
+            rec.waiting_reason = reason
+            store.write_job(rec)
+            store.add_event(job_id, "Waiting", reason)
+    held_ports = {p for r in active for p in r.allocated_ports}
+    for job_id, grant in decided.start.items():
+        rec = by_id[job_id]
+        ports = PortPicker(held_ports)
+        for task in rec.tasks:
+            task.gpus = grant.get(task.key, [])
+            task.ports = {label: ports.take(n) for label, n in task.port_request.items()}
+        rec.master_port = ports.take(1)[0]
+        ports.release()
+        rec.state = JobState.RUNNING
+        rec.sub_state = "launching"
+        rec.waiting_reason = None
+        rec.launched_time = now()
+        store.write_job(rec)
+        gpus = ",".join(g for t in rec.tasks for g in t.gpus) or "none"
+        store.add_event(job_id, "Scheduled", f"all {len(rec.tasks)} task(s) admitted together; GPUs {gpus}")
+        spawn(store, job_id)
+    store.write_active([r.id for r in active])
+
+
+def _heal(store: StateStore, rec: JobRecord, spawn: Spawner) -> None:
+    if rec.supervisor_pid is None:
+        if rec.launched_time and now() - rec.launched_time > RELAUNCH_AFTER:
+            store.add_event(rec.id, "Relaunch", "the job's supervisor never started; starting it again", type="Warning")
+            rec.launched_time = now()
+            store.write_job(rec)
+            spawn(store, rec.id)
+        return
+    if alive(rec.supervisor_pid, rec.supervisor_start):
+        return
+    for task in rec.tasks:
+        if task.pid and task.state == TaskState.RUNNING:
+            signal_group(task.pid, signal.SIGKILL)
+        if not task.state.terminal:
+            task.state = TaskState.STOPPED if rec.stop_requested else TaskState.FAILED
+            task.exit_reason = "the job's supervisor process ended unexpectedly"
+            task.completed_time = now()
+    rec.state = JobState.STOPPED if rec.stop_requested else JobState.FAILED
+    rec.sub_state = "supervisor lost"
+    rec.completed_time = now()
+    rec.supervisor_pid = None
+    store.write_job(rec)
+    store.add_event(rec.id, "SupervisorLost", "the job's supervisor process ended unexpectedly; its tasks were killed", type="Warning")
+
+
+class PortPicker:
+    """Free TCP ports not held by another active job; probe sockets stay bound until
+    :meth:`release` so one pass never hands out the same port twice."""
+
+    def __init__(self, held: set[int]) -> None:
+        self.held = held
+        self._sockets: list[socket.socket] = []
+
+    def take(self, count: int) -> list[int]:
+        ports: list[int] = []
+        while len(ports) < count:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            self._sockets.append(s)
+            port = int(s.getsockname()[1])
+            if port not in self.held:
+                self.held.add(port)
+                ports.append(port)
+        return ports
+
+    def release(self) -> None:
+        for s in self._sockets:
+            s.close()
+        self._sockets.clear()
+
+
+def requeue_orphans(store: StateStore) -> None:
+    """Jobs written whole but missing from active.json (a crash between the two writes)."""
+    active = store.active_ids()
+    missing = []
+    for job_id in store.job_ids():
+        if job_id in active:
+            continue
+        try:
+            rec = store.read_job(job_id)
+        except (FileNotFoundError, ValueError):
+            continue
+        if not rec.state.terminal:
+            missing.append(rec)
+    if missing:
+        known = [store.read_job(i) for i in active if store.exists(i)]
+        ordered = sorted(known + missing, key=lambda r: r.submission_time)
+        store.write_active([r.id for r in ordered])
+
+
+def user_environment() -> dict[str, str]:
+    """The environment tasks inherit: ours, minus what only the Jupyter server should hold."""
+    env = dict(os.environ)
+    for key in list(env):
+        if key in ("JUPYTER_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN") or key.startswith("JPY_"):
+            env.pop(key)
+    return env

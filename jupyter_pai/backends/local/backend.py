@@ -1,0 +1,419 @@
+"""The embedded default backend: jobs as local processes, GPUs pinned per task."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Any as AnyTrait
+from traitlets import Dict, Float, Unicode, default
+
+from ... import __version__
+from ...errors import BadRequest, Conflict, FieldError, NotFound, SpecError
+from ...spec.protocol import JobProtocol
+from ...spec.render import public_spec, secret_values
+from .. import storage_fs
+from ..base import Backend, FileContent, LogQuery, LogStream
+from ..envcontract import port_requests
+from ..logfiles import stream_file, tail_offset
+from ..models import (
+    Info,
+    JobDetail,
+    JobEvent,
+    JobFilter,
+    JobState,
+    JobSummary,
+    Resources,
+    Storage,
+    StorageListing,
+    TaskStatus,
+    VirtualCluster,
+)
+from . import gpus
+from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
+from .processes import alive
+from .records import JobRecord, TaskRecord, now
+from .scheduler import vc_capacities
+from .store import StateStore
+
+HOUSEKEEPING_SECONDS = 10.0
+
+
+class LocalBackend(Backend):
+    """Runs every task instance as a process group on this machine.
+
+    State lives in :attr:`state_dir`, so the Jupyter server, the CLI and kernels share the
+    same jobs, and running jobs survive a server restart."""
+
+    name = "local"
+
+    gpu_slots = AnyTrait(
+        None,
+        allow_none=True,
+        help="""GPU slots to offer: a count (``4``: devices 0..3), a list of device ids
+        (``"0,2"`` or ``["0", "2"]``), or None to detect GPUs with NVML / nvidia-smi.
+        Declaring slots on a machine without GPUs is how demos, Binder and tests get
+        a simulated multi-GPU machine. Default: $JUPYTER_PAI_LOCAL_GPUS.""",
+    ).tag(config=True)
+
+    @default("gpu_slots")
+    def _default_gpu_slots(self) -> Any:
+        return os.environ.get("JUPYTER_PAI_LOCAL_GPUS")
+
+    state_dir = Unicode(
+        help="""Where local jobs, logs and GPU allocations live. Every process using the same
+        directory (server, CLI, kernels) sees the same jobs. Default: $JUPYTER_PAI_STATE_DIR,
+        else ``<jupyter data dir>/pai``.""",
+    ).tag(config=True)
+
+    @default("state_dir")
+    def _default_state_dir(self) -> str:
+        return os.environ.get("JUPYTER_PAI_STATE_DIR") or os.path.join(jupyter_data_dir(), "pai")
+
+    virtual_clusters_config = Dict(
+        {"default": "100%"},
+        config=True,
+        help="""Virtual clusters as shares of the local GPU slots: ``{name: share}`` where a
+        share is a GPU count (``2``), a fraction (``0.5``) or a percentage (``"50%"``).
+        Example: ``{"default": "50%", "research": "50%"}``.""",
+    )
+
+    storages_config = Dict(
+        config=True,
+        help="""Storages users may browse and mount: ``{name: {"path": local folder,
+        "mountPath": "/mnt/name", "readOnly": false, "description": "…"}}``.
+        Default: one storage ``work``, the directory the server or CLI was started in.""",
+    )
+
+    @default("storages_config")
+    def _default_storages(self) -> dict[str, Any]:
+        return {"work": {"path": os.getcwd(), "mountPath": "/mnt/work"}}
+
+    stop_grace_seconds = Float(
+        10.0, config=True, help="Seconds between SIGTERM and SIGKILL when a job is stopped."
+    )
+
+    housekeeping = Float(
+        HOUSEKEEPING_SECONDS,
+        config=True,
+        help="""Seconds between scheduling passes run by a long-lived process (the server),
+        which notice a supervisor killed from outside. 0 turns them off (the CLI).""",
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.store = StateStore(self.state_dir)
+        self.slots = self._slots()
+        self.capacities = vc_capacities(self.virtual_clusters_config, len(self.slots))
+        self._summaries: dict[str, tuple[int, JobRecord]] = {}
+        self._housekeeper: asyncio.Task[None] | None = None
+
+    def _slots(self) -> list[str]:
+        value = self.gpu_slots
+        if value is None:
+            return gpus.detect()
+        if isinstance(value, int):
+            return gpus.parse_declared(str(value))
+        if isinstance(value, (list, tuple)):
+            return [str(v) for v in value]
+        return gpus.parse_declared(str(value))
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._start_sync)
+        if self.housekeeping > 0:
+            self._housekeeper = asyncio.create_task(self._housekeep())
+
+    def _start_sync(self) -> None:
+        with self.store.locked():
+            config = SharedConfig(
+                slots=self.slots, capacities=self.capacities,
+                stop_grace_seconds=self.stop_grace_seconds,
+            )
+            if load_config(self.store) != config:
+                save_config(self.store, config)
+            requeue_orphans(self.store)
+            schedule(self.store)
+
+    async def close(self) -> None:
+        if self._housekeeper is not None:
+            self._housekeeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._housekeeper
+
+    async def _housekeep(self) -> None:
+        while True:
+            await asyncio.sleep(self.housekeeping)
+            try:
+                await asyncio.to_thread(self._locked_schedule)
+            except Exception:  # keep the loop alive; the next pass may succeed
+                self.log.exception("jupyter-pai: local scheduling pass failed")
+
+    def _locked_schedule(self) -> None:
+        with self.store.locked():
+            schedule(self.store)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    async def info(self) -> Info:
+        return Info(
+            backend=self.name, version=__version__, user=self.user, gpu_slots=len(self.slots)
+        )
+
+    def _read(self, job_id: str) -> JobRecord:
+        path = self.store.job_dir(job_id) / "job.json"
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            raise NotFound(f"no job {job_id!r}") from None
+        cached = self._summaries.get(job_id)
+        if cached and cached[0] == mtime:
+            return cached[1]
+        rec = self.store.read_job(job_id)
+        self._summaries[job_id] = (mtime, rec)
+        return rec
+
+    def _all(self) -> list[JobRecord]:
+        records = []
+        for job_id in self.store.job_ids():
+            with contextlib.suppress(NotFound, ValueError):
+                records.append(self._read(job_id))
+        return records
+
+    async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
+        records = await asyncio.to_thread(self._all)
+        jobs = [summary(r) for r in records]
+        if query is not None:
+            jobs = [j for j in jobs if query.matches(j)]
+        return sorted(jobs, key=lambda j: j.submission_time, reverse=True)
+
+    async def get_job(self, job_id: str) -> JobDetail:
+        rec = await asyncio.to_thread(self._read, job_id)
+        spec = await asyncio.to_thread(self.store.read_spec, job_id)
+        job = JobProtocol.model_validate(spec)
+        return detail(rec, job)
+
+    async def virtual_clusters(self) -> list[VirtualCluster]:
+        records = await asyncio.to_thread(self._all)
+        cpus = float(os.cpu_count() or 1)
+        memory = _memory_mb()
+        result = []
+        for name, capacity in self.capacities.items():
+            mine = [r for r in records if r.virtual_cluster == name]
+            running = [r for r in mine if r.state in (JobState.RUNNING, JobState.STOPPING)]
+            queued = [r for r in mine if r.state == JobState.WAITING]
+            used = Resources(
+                gpu=sum(len(r.allocated_gpus) for r in running),
+                cpu=sum(r.total_cpu for r in running),
+                memory_mb=sum(r.total_memory_mb for r in running),
+            )
+            cap = Resources(gpu=capacity, cpu=cpus, memory_mb=memory)
+            result.append(
+                VirtualCluster(
+                    name=name, capacity=cap, used=used,
+                    free=Resources(
+                        gpu=max(0, capacity - used.gpu),
+                        cpu=max(0.0, cpus - used.cpu),
+                        memory_mb=max(0, memory - used.memory_mb),
+                    ),
+                    running_jobs=len(running), queued_jobs=len(queued),
+                    queued=Resources(
+                        gpu=sum(r.total_gpus for r in queued),
+                        cpu=sum(r.total_cpu for r in queued),
+                        memory_mb=sum(r.total_memory_mb for r in queued),
+                    ),
+                    description=f"{capacity} of this machine's {len(self.slots)} GPU slots",
+                )
+            )
+        return result
+
+    async def events(self, job_id: str) -> list[JobEvent]:
+        await asyncio.to_thread(self._read, job_id)
+        return await asyncio.to_thread(self.store.read_events, job_id)
+
+    # -- submit and stop -----------------------------------------------------------------
+
+    async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:
+        self._check_fits(job)
+        rec = new_record(job, self.user, working_dir or os.getcwd())
+        await asyncio.to_thread(self._create, rec, job)
+        return await self.get_job(rec.id)
+
+    def _check_fits(self, job: JobProtocol) -> None:
+        vc = job.virtual_cluster
+        if vc not in self.capacities:
+            raise SpecError(
+                [FieldError("defaults.virtualCluster",
+                            f"no virtual cluster {vc!r} here; choose one of {', '.join(self.capacities)}")]
+            )
+        need, capacity = job.total_gpus, self.capacities[vc]
+        if need > capacity:
+            role = next(r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0)
+            raise SpecError(
+                [FieldError(
+                    f"taskRoles.{role}.resourcePerInstance.gpu",
+                    f"the job needs {need} GPUs at once but VC {vc} has only {capacity} "
+                    "on this machine; ask for fewer GPUs or instances",
+                )]
+            )
+        for i, mount in enumerate(job.extras.storages):
+            if mount.name not in self.storages_config:
+                raise SpecError(
+                    [FieldError(f"extras.storages.{i}.name",
+                                f"no storage {mount.name!r}; known: {', '.join(self.storages_config) or 'none'}")]
+                )
+
+    def _create(self, rec: JobRecord, job: JobProtocol) -> None:
+        with self.store.locked():
+            if self.store.exists(rec.id) or self.store.job_dir(rec.id).exists():
+                raise Conflict(
+                    f"job name {rec.name!r} is taken; choose another, e.g. {self._free_name(rec)!r}",
+                    [FieldError("name", "is already used by another of your jobs")],
+                )
+            spec = job.model_dump(mode="json", by_alias=True, exclude_none=True)
+            self.store.create_job(rec, spec)
+            self.store.write_active([*self.store.active_ids(), rec.id])
+            self.store.add_event(rec.id, "Submitted", f"submitted to VC {rec.virtual_cluster} by {rec.user}")
+            schedule(self.store)
+
+    def _free_name(self, rec: JobRecord) -> str:
+        n = 2
+        while self.store.job_dir(f"{rec.user}~{rec.name}-{n}").exists():
+            n += 1
+        return f"{rec.name}-{n}"
+
+    async def stop_job(self, job_id: str) -> JobDetail:
+        await asyncio.to_thread(self._stop, job_id)
+        return await self.get_job(job_id)
+
+    def _stop(self, job_id: str) -> None:
+        with self.store.locked():
+            if not self.store.exists(job_id):
+                raise NotFound(f"no job {job_id!r}")
+            rec = self.store.read_job(job_id)
+            if rec.state.terminal or rec.stop_requested:
+                return
+            rec.stop_requested = True
+            self.store.stop_marker(job_id).touch()
+            if rec.state == JobState.WAITING:
+                rec.state = JobState.STOPPED
+                rec.sub_state = "stopped while waiting"
+                rec.waiting_reason = None
+                rec.completed_time = now()
+                self.store.write_job(rec)
+                self.store.add_event(job_id, "Stopped", "stopped before it started")
+                schedule(self.store)
+                return
+            rec.state = JobState.STOPPING
+            self.store.write_job(rec)
+            self.store.add_event(job_id, "StopRequested", f"stop requested by {self.user}")
+            if alive(rec.supervisor_pid, rec.supervisor_start) and rec.supervisor_pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(rec.supervisor_pid, signal.SIGTERM)
+
+    # -- logs ----------------------------------------------------------------------------
+
+    async def logs(self, job_id: str, query: LogQuery) -> LogStream:
+        rec = await asyncio.to_thread(self._read, job_id)
+        role = query.role or rec.tasks[0].role
+        try:
+            rec.task(role, query.index)
+        except KeyError:
+            raise NotFound(f"job {job_id} has no task {role}-{query.index}") from None
+        path = self.store.log_path(job_id, role, query.index, query.attempt)
+        if query.attempt is not None and not path.exists():
+            raise NotFound(f"task {role}-{query.index} of job {job_id} has no attempt {query.attempt}")
+        size = path.stat().st_size if path.exists() else 0
+        if query.offset is not None:
+            if query.offset < 0:
+                raise BadRequest("offset must be ≥ 0")
+            start = min(query.offset, size)
+        elif query.tail is not None and path.exists():
+            start = await asyncio.to_thread(tail_offset, path, query.tail)
+        else:
+            start = 0
+        job = JobProtocol.model_validate(await asyncio.to_thread(self.store.read_spec, job_id))
+
+        async def finished() -> bool:
+            current = await asyncio.to_thread(self.store.read_job, job_id)
+            return current.state.terminal or current.task(role, query.index).state.terminal
+
+        chunks = stream_file(
+            path, offset=start, limit=query.limit, follow=query.follow and query.attempt is None,
+            finished=finished, secrets=secret_values(job),
+        )
+        return LogStream(size=size, chunks=chunks, role=role, index=query.index)
+
+    # -- storage -------------------------------------------------------------------------
+
+    async def storages(self) -> list[Storage]:
+        return [
+            Storage(
+                name=name, mount_path=conf.get("mountPath", f"/mnt/{name}"),
+                read_only=bool(conf.get("readOnly", False)), description=conf.get("description"),
+            )
+            for name, conf in self.storages_config.items()
+        ]
+
+    async def read_storage(self, name: str, path: str) -> StorageListing | FileContent:
+        conf = self.storages_config.get(name)
+        if conf is None:
+            raise NotFound(f"no storage {name!r}")
+        root = Path(os.path.expanduser(str(conf["path"])))
+        return await storage_fs.read_path(name, root, path)
+
+
+def new_record(job: JobProtocol, user: str, working_dir: str) -> JobRecord:
+    tasks = [
+        TaskRecord(
+            role=role, index=i, gpu_request=spec.resource_per_instance.gpu,
+            port_request=port_requests(job, role),
+        )
+        for role, spec in job.task_roles.items()
+        for i in range(spec.instances)
+    ]
+    return JobRecord(
+        id=f"{user}~{job.name}", name=job.name, user=user, virtual_cluster=job.virtual_cluster,
+        total_gpus=job.total_gpus, total_tasks=len(tasks), total_roles=len(job.task_roles),
+        total_cpu=sum(s.instances * s.resource_per_instance.cpu for s in job.task_roles.values()),
+        total_memory_mb=sum(
+            s.instances * s.resource_per_instance.memory_mb for s in job.task_roles.values()
+        ),
+        working_dir=working_dir, tasks=tasks,
+    )
+
+
+def summary(rec: JobRecord) -> JobSummary:
+    return JobSummary(
+        id=rec.id, name=rec.name, user=rec.user, state=rec.state, sub_state=rec.sub_state,
+        virtual_cluster=rec.virtual_cluster, retries=rec.retries,
+        submission_time=rec.submission_time, launched_time=rec.launched_time,
+        completed_time=rec.completed_time, exit_code=rec.exit_code,
+        total_gpu_number=rec.total_gpus, total_task_number=rec.total_tasks,
+        total_task_role_number=rec.total_roles, waiting_reason=rec.waiting_reason,
+    )
+
+
+def detail(rec: JobRecord, job: JobProtocol) -> JobDetail:
+    tasks = [
+        TaskStatus(
+            role=t.role, index=t.index, state=t.state, node="localhost",
+            ip="127.0.0.1" if t.started_time else None, gpus=t.gpus, ports=t.ports,
+            exit_code=t.exit_code, exit_reason=t.exit_reason, retries=t.retries,
+            started_time=t.started_time, completed_time=t.completed_time,
+        )
+        for t in rec.tasks
+    ]
+    return JobDetail(**summary(rec).model_dump(), spec=public_spec(job), tasks=tasks)
+
+
+def _memory_mb() -> int:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1024 * 1024))
+    return 0

@@ -1,0 +1,142 @@
+"""The local backend's state directory, shared safely by every process that uses it.
+
+Layout::
+
+    state_dir/lock                 flock held while scheduling state changes
+    state_dir/active.json          ids of jobs not yet finished, in submission order
+    state_dir/jobs/<id>/job.json   JobRecord (state, tasks, allocation)
+    state_dir/jobs/<id>/spec.json  the validated spec, secrets included (0600)
+    state_dir/jobs/<id>/events.jsonl
+    state_dir/jobs/<id>/logs/<role>-<index>.log        current attempt
+    state_dir/jobs/<id>/logs/<role>-<index>.<n>.log    earlier attempts
+
+Every write goes to a temporary file and is renamed into place, so a reader never sees a
+half-written record and a process killed mid-write loses nothing that was committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..models import JobEvent
+from .records import JobRecord, now
+
+# Job ids are "<user>~<name>": both parts are [A-Za-z0-9_-], so ids are safe path parts.
+
+
+class StateStore:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.jobs_dir = self.root / "jobs"
+        self.jobs_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock_path = self.root / "lock"
+
+    # -- locking -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive lock across processes (server, CLI, kernels, supervisors)."""
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # -- paths ---------------------------------------------------------------------------
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.jobs_dir / job_id
+
+    def log_path(self, job_id: str, role: str, index: int, attempt: int | None = None) -> Path:
+        name = f"{role}-{index}.log" if attempt is None else f"{role}-{index}.{attempt}.log"
+        return self.job_dir(job_id) / "logs" / name
+
+    def stop_marker(self, job_id: str) -> Path:
+        return self.job_dir(job_id) / "stop"
+
+    # -- records -------------------------------------------------------------------------
+
+    def exists(self, job_id: str) -> bool:
+        return (self.job_dir(job_id) / "job.json").exists()
+
+    def read_job(self, job_id: str) -> JobRecord:
+        return JobRecord.model_validate_json((self.job_dir(job_id) / "job.json").read_bytes())
+
+    def write_job(self, record: JobRecord) -> None:
+        write_atomic(self.job_dir(record.id) / "job.json", record.model_dump_json(indent=1))
+
+    def read_spec(self, job_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.job_dir(job_id) / "spec.json").read_bytes())
+        return data
+
+    def create_job(self, record: JobRecord, spec: dict[str, Any]) -> None:
+        """Write the job's directory whole, then rename it into place (atomic)."""
+        tmp = Path(tempfile.mkdtemp(prefix=f".new-{record.id}-", dir=self.jobs_dir))
+        (tmp / "logs").mkdir()
+        write_atomic(tmp / "spec.json", json.dumps(spec), mode=0o600)
+        write_atomic(tmp / "job.json", record.model_dump_json(indent=1))
+        (tmp / "events.jsonl").touch()
+        os.chmod(tmp, 0o700)
+        os.rename(tmp, self.job_dir(record.id))
+
+    def job_ids(self) -> list[str]:
+        return sorted(
+            p.name for p in self.jobs_dir.iterdir()
+            if not p.name.startswith(".") and (p / "job.json").exists()
+        )
+
+    def active_ids(self) -> list[str]:
+        path = self.root / "active.json"
+        if not path.exists():
+            return []
+        ids: list[str] = json.loads(path.read_bytes())
+        return ids
+
+    def write_active(self, ids: list[str]) -> None:
+        write_atomic(self.root / "active.json", json.dumps(ids))
+
+    # -- events --------------------------------------------------------------------------
+
+    def add_event(
+        self, job_id: str, reason: str, message: str, *, type: str = "Normal", source: str = "job"
+    ) -> None:
+        event = JobEvent(time=now(), type=type, reason=reason, message=message, source=source)
+        line = event.model_dump_json(by_alias=True) + "\n"
+        # One short O_APPEND write per event: concurrent writers never interleave within a line.
+        fd = os.open(self.job_dir(job_id) / "events.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+    def read_events(self, job_id: str) -> list[JobEvent]:
+        path = self.job_dir(job_id) / "events.jsonl"
+        if not path.exists():
+            return []
+        events = []
+        for line in path.read_text().splitlines():
+            if line.strip():
+                events.append(JobEvent.model_validate_json(line))
+        return events
+
+
+def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

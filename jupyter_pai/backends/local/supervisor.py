@@ -1,0 +1,303 @@
+"""One detached process per running job: starts every task instance as its own process
+group, restarts failed tasks (``taskRetryCount``) and the whole job (``jobRetryCount``),
+applies the completion policy, stops the job on request, and records it all on disk.
+
+Started detached by ``admission.spawn_supervisor`` (or ``python -m … STATE_DIR JOB_ID``); it
+does not depend on the process that started it, so jobs outlive a Jupyter server restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from ...spec.protocol import JobProtocol
+from ...spec.render import task_commands
+from ..completion import Decision, decide
+from ..envcontract import Placement, job_environment, task_environment
+from ..models import JobState, TaskState
+from .admission import load_config, schedule, user_environment
+from .processes import alive, signal_group, start_marker
+from .records import JobRecord, TaskRecord, now
+from .store import StateStore
+
+POLL_SECONDS = 0.1
+LOCAL_HOST = "127.0.0.1"
+
+
+class Supervisor:
+    def __init__(self, store: StateStore, job_id: str) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.stop_signalled = False
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.spec: JobProtocol | None = None
+        self.grace = load_config(store).stop_grace_seconds
+
+    # -- record updates (always read-modify-write under the lock) ------------------------
+
+    def update(self, change: Callable[[JobRecord], None]) -> JobRecord:
+        with self.store.locked():
+            rec = self.store.read_job(self.job_id)
+            change(rec)
+            self.store.write_job(rec)
+        return rec
+
+    def event(self, reason: str, message: str, *, source: str = "job", warning: bool = False) -> None:
+        self.store.add_event(self.job_id, reason, message, source=source, type="Warning" if warning else "Normal")
+
+    # -- main ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        if not self._claim():
+            return
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        self.spec = JobProtocol.model_validate(self.store.read_spec(self.job_id))
+        decision = self._attempts()
+        self._finish(decision)
+
+    def _claim(self) -> bool:
+        with self.store.locked():
+            rec = self.store.read_job(self.job_id)
+            if rec.state.terminal:
+                return False
+            if rec.supervisor_pid and rec.supervisor_pid != os.getpid() and alive(
+                rec.supervisor_pid, rec.supervisor_start
+            ):
+                return False
+            rec.supervisor_pid = os.getpid()
+            rec.supervisor_start = start_marker(os.getpid())
+            self.store.write_job(rec)
+        return True
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stop_signalled = True
+
+    def _stop_requested(self) -> bool:
+        return self.stop_signalled or self.store.stop_marker(self.job_id).exists()
+
+    def _attempts(self) -> Decision | None:
+        """Run attempts until one decides the job; None means it was stopped."""
+        assert self.spec is not None
+        while True:
+            rec = self.update(self._reset_tasks)
+            self.event("Started", f"attempt {rec.retries + 1}: starting {len(rec.tasks)} task(s)")
+            self._start_all(rec)
+            decision = self._watch()
+            if decision is None:
+                return None
+            if decision.state == JobState.FAILED and rec.retries < self.spec.job_retry_count:
+                self.event(
+                    "JobRetry",
+                    f"{decision.reason}; retrying the job ({rec.retries + 1} of {self.spec.job_retry_count})",
+                    warning=True,
+                )
+                self.update(lambda r: setattr(r, "retries", r.retries + 1))
+                continue
+            return decision
+
+    def _reset_tasks(self, rec: JobRecord) -> None:
+        for task in rec.tasks:
+            task.state = TaskState.WAITING
+            task.exit_code = None
+            task.exit_reason = None
+            task.pid = None
+            task.started_time = task.completed_time = None
+        rec.sub_state = None
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    def _environment(self, rec: JobRecord, task: TaskRecord) -> dict[str, str]:
+        assert self.spec is not None
+        placements = {
+            (t.role, t.index): Placement(host=LOCAL_HOST, ports=t.ports) for t in rec.tasks
+        }
+        shared = job_environment(
+            self.spec, job_id=rec.id, user=rec.user, virtual_cluster=rec.virtual_cluster,
+            placements=placements, master_port=rec.master_port or 0,
+        )
+        env = {**user_environment(), **task_environment(
+            self.spec, shared, role=task.role, index=task.index, placements=placements
+        )}
+        # Every task sees only its own GPUs; an empty value hides all GPUs from CPU-only tasks.
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(task.gpus)
+        return env
+
+    def _start_all(self, rec: JobRecord) -> None:
+        started = {task.key: self._launch(rec, task) for task in rec.tasks}
+        self._mark_running(started)
+
+    def _launch(self, rec: JobRecord, task: TaskRecord) -> int:
+        assert self.spec is not None
+        env = self._environment(rec, task)
+        run_dir = self.store.job_dir(rec.id) / "run"
+        run_dir.mkdir(exist_ok=True, mode=0o700)
+        script = run_dir / f"{task.key}.sh"
+        lines = task_commands(self.spec, task.role)
+        script.write_text("set -e\n" + "\n".join(lines) + "\n")
+        script.chmod(0o700)
+        log_path = self.store.log_path(rec.id, task.role, task.index)
+        self._rotate(log_path)
+        shell = shutil.which("bash") or "/bin/sh"
+        cwd = rec.working_dir if Path(rec.working_dir).is_dir() else str(self.store.job_dir(rec.id))
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [shell, str(script)], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, cwd=cwd, start_new_session=True, close_fds=True,
+            )
+        self.procs[task.key] = proc
+        gpus = ",".join(task.gpus) or "none"
+        self.event("TaskStarted", f"pid {proc.pid}, GPUs {gpus}", source=task.key)
+        return proc.pid
+
+    def _rotate(self, log_path: Path) -> None:
+        """Keep an earlier attempt's log as ``<task>.<n>.log`` instead of appending to it."""
+        if log_path.exists() and log_path.stat().st_size > 0:
+            n = 0
+            while log_path.with_suffix(f".{n}.log").exists():
+                n += 1
+            log_path.rename(log_path.with_suffix(f".{n}.log"))
+
+    def _mark_running(self, pids: dict[str, int]) -> None:
+        def change(rec: JobRecord) -> None:
+            for task in rec.tasks:
+                if task.key in pids:
+                    task.pid = pids[task.key]
+                    task.state = TaskState.RUNNING
+                    task.started_time = now()
+            rec.sub_state = None
+
+        self.update(change)
+
+    def _watch(self) -> Decision | None:
+        assert self.spec is not None
+        while True:
+            if self._stop_requested():
+                self._terminate_all("stopped on request")
+                return None
+            exited = [(k, p) for k, p in self.procs.items() if p.poll() is not None]
+            if not exited:
+                time.sleep(POLL_SECONDS)
+                continue
+            decision: Decision | None = None
+            for key, proc in exited:
+                del self.procs[key]
+                decision = self._task_exited(key, proc.returncode) or decision
+            if decision is not None:
+                self._terminate_all(f"job {decision.state.value.lower()}: {decision.reason}")
+                return decision
+
+    def _task_exited(self, key: str, returncode: int) -> Decision | None:
+        assert self.spec is not None
+        code = exit_code(returncode)
+        rec = self.store.read_job(self.job_id)
+        task = next(t for t in rec.tasks if t.key == key)
+        role = self.spec.task_roles[task.role]
+        if task.pid:
+            signal_group(task.pid, signal.SIGKILL)  # what the task left running in its group
+        if code != 0 and task.retries < role.task_retry_count:
+            self.event("TaskRetry", f"exit code {code}; restarting ({task.retries + 1} of {role.task_retry_count})", source=key, warning=True)
+            self.update(lambda r: _bump_retry(r, key))
+            self._mark_running({key: self._launch(rec, task)})
+            return None
+        state = TaskState.SUCCEEDED if code == 0 else TaskState.FAILED
+        self.event("TaskExited", f"exit code {code}", source=key, warning=code != 0)
+
+        def change(r: JobRecord) -> None:
+            t = next(t for t in r.tasks if t.key == key)
+            t.state = state
+            t.exit_code = code
+            t.completed_time = now()
+
+        rec = self.update(change)
+        return decide(self.spec, rec.tasks)
+
+    def _terminate_all(self, why: str) -> None:
+        """SIGTERM every running task's group, SIGKILL what is left after the grace period."""
+        running = dict(self.procs)
+        for proc in running.values():
+            signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline and any(p.poll() is None for p in running.values()):
+            time.sleep(POLL_SECONDS)
+        for proc in running.values():
+            signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        self.procs.clear()
+
+        def change(rec: JobRecord) -> None:
+            for t in rec.tasks:
+                if t.key in running:
+                    t.state = TaskState.STOPPED
+                    t.exit_code = exit_code(running[t.key].returncode)
+                    t.exit_reason = why
+                    t.completed_time = now()
+                elif not t.state.terminal:
+                    t.state = TaskState.STOPPED
+                    t.exit_reason = why
+
+        if running:
+            self.update(change)
+
+    # -- end -----------------------------------------------------------------------------
+
+    def _finish(self, decision: Decision | None) -> None:
+        with self.store.locked():
+            rec = self.store.read_job(self.job_id)
+            if decision is None:
+                rec.state = JobState.STOPPED
+                rec.sub_state = "stopped on request"
+            else:
+                rec.state = decision.state
+                rec.sub_state = decision.reason
+                rec.exit_code = decision.exit_code
+            for t in rec.tasks:
+                if not t.state.terminal:
+                    t.state = TaskState.STOPPED
+            rec.completed_time = now()
+            rec.supervisor_pid = None
+            self.store.write_job(rec)
+            reason = "Stopped" if decision is None else decision.state.value.capitalize()
+            self.event(reason, rec.sub_state or "", warning=rec.state == JobState.FAILED)
+            schedule(self.store)
+
+
+def exit_code(returncode: int) -> int:
+    """Like a shell: a process killed by signal N reports 128 + N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def _bump_retry(rec: JobRecord, key: str) -> None:
+    t = next(t for t in rec.tasks if t.key == key)
+    t.retries += 1
+    t.state = TaskState.WAITING
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="jupyter_pai.backends.local.supervisor")
+    parser.add_argument("state_dir")
+    parser.add_argument("job_id")
+    args = parser.parse_args(argv)
+    store = StateStore(args.state_dir)
+    try:
+        Supervisor(store, args.job_id).run()
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        raise
+
+
+if __name__ == "__main__":
+    main()

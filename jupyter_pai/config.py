@@ -1,0 +1,106 @@
+"""Settings shared by every surface (server, CLI, magics, kernels) and the backend factory.
+
+The backend is picked by name from the ``jupyter_pai.backends`` entry point group, so a
+third party can add one without touching this package."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+from typing import Any
+
+from traitlets import Dict, List, Type, Unicode, default
+from traitlets.config import Config, Configurable
+
+from .backends.base import Backend
+
+# What the entry points say when the package is installed; used from a bare source tree too.
+BUILTIN_BACKENDS = {
+    "local": "jupyter_pai.backends.local:LocalBackend",
+    "kubernetes": "jupyter_pai.backends.kubernetes:KubernetesBackend",
+}
+
+DEFAULT_IMAGES: list[dict[str, Any]] = [
+    {
+        "name": "pytorch-2.4",
+        "uri": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
+        "description": "PyTorch 2.4, CUDA 12.1, cuDNN 9",
+    },
+    {
+        "name": "tensorflow-2.16",
+        "uri": "tensorflow/tensorflow:2.16.1-gpu",
+        "description": "TensorFlow 2.16 with GPU support",
+    },
+    {
+        "name": "python-3.11",
+        "uri": "python:3.11-slim",
+        "description": "Plain Python 3.11 (CPU jobs)",
+        "gpu": False,
+    },
+]
+
+
+class PAIConfig(Configurable):  # type: ignore[misc]
+    backend = Unicode(
+        help="""Which backend runs jobs: ``local`` (processes on this machine, the default) or
+        ``kubernetes``; any name registered in the ``jupyter_pai.backends`` entry point group.
+        Default: $JUPYTER_PAI_BACKEND, else ``local``.""",
+    ).tag(config=True)
+
+    @default("backend")
+    def _default_backend(self) -> str:
+        return os.environ.get("JUPYTER_PAI_BACKEND") or "local"
+
+    backend_class = Type(
+        None,
+        klass=Backend,
+        allow_none=True,
+        help="A Backend subclass to use instead of looking :attr:`backend` up by name.",
+    ).tag(config=True)
+
+    images = List(
+        Dict(),
+        help="""The image catalogue shown in pickers: ``[{"name", "uri", "description",
+        "gpu"}]``.""",
+    ).tag(config=True)
+
+    @default("images")
+    def _default_images(self) -> list[dict[str, Any]]:
+        return [dict(i) for i in DEFAULT_IMAGES]
+
+    def backend_type(self) -> type[Backend]:
+        if self.backend_class is not None:
+            cls: type[Backend] = self.backend_class
+            return cls
+        found = {ep.name: ep for ep in entry_points(group="jupyter_pai.backends")}
+        if self.backend in found:
+            loaded: type[Backend] = found[self.backend].load()
+            return loaded
+        target = BUILTIN_BACKENDS.get(self.backend)
+        if target is None:
+            known = sorted(set(found) | set(BUILTIN_BACKENDS))
+            raise ValueError(
+                f"PAIConfig.backend is {self.backend!r}; choose one of {', '.join(known)}"
+            )
+        module, _, attr = target.partition(":")
+        imported = __import__(module, fromlist=[attr])
+        builtin: type[Backend] = getattr(imported, attr)
+        return builtin
+
+    def make_backend(self, **kwargs: Any) -> Backend:
+        return self.backend_type()(config=self.config, **kwargs)
+
+
+def load_config() -> Config:
+    """``jupyter_pai_config.py`` / ``.json`` from Jupyter's config path, for the CLI and magics."""
+    from jupyter_core.paths import jupyter_config_path
+    from traitlets.config.loader import PyFileConfigLoader, JSONFileConfigLoader, ConfigFileNotFound
+
+    merged = Config()
+    for folder in reversed(jupyter_config_path()):
+        for loader_cls, name in ((JSONFileConfigLoader, "jupyter_pai_config.json"), (PyFileConfigLoader, "jupyter_pai_config.py")):
+            try:
+                merged.merge(loader_cls(name, path=folder).load_config())
+            except ConfigFileNotFound:
+                continue
+    return merged

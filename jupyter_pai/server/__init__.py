@@ -1,0 +1,1 @@
+"""The Jupyter server extension (REST API); a thin shell over jupyter_pai.backends."""

@@ -1,0 +1,34 @@
+"""The Jupyter server extension: REST API under ``<base_url>/pai/api``."""
+
+from __future__ import annotations
+
+from jupyter_server.extension.application import ExtensionApp
+
+from .. import __version__
+from ..backends.local import LocalBackend
+from ..config import PAIConfig
+from .context import PAIContext
+from .routes import handlers
+
+
+class PAIExtension(ExtensionApp):  # type: ignore[misc]
+    name = "jupyter_pai"
+    version = __version__
+    description = "OpenPAI-style GPU jobs from JupyterLab"
+    load_other_extensions = True
+
+    classes = [PAIConfig, LocalBackend]
+
+    def initialize_settings(self) -> None:
+        pai_config = PAIConfig(config=self.config, parent=self)
+        root = getattr(self.serverapp, "root_dir", None) or "."
+        self.settings["jupyter_pai"] = PAIContext(pai_config, working_dir=root)
+        self.log.info("jupyter-pai %s: backend %s", __version__, pai_config.backend)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(handlers())
+
+    async def stop_extension(self) -> None:
+        ctx: PAIContext | None = self.settings.get("jupyter_pai")
+        if ctx is not None:
+            await ctx.close()

@@ -1,0 +1,30 @@
+"""What the handlers share: the configuration and one backend, started on first use."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ..backends.base import Backend
+from ..config import PAIConfig
+
+
+class PAIContext:
+    def __init__(self, config: PAIConfig, working_dir: str, log: object = None) -> None:
+        self.config = config
+        self.working_dir = working_dir
+        self._backend: Backend | None = None
+        self._lock = asyncio.Lock()
+
+    async def backend(self) -> Backend:
+        if self._backend is None:
+            async with self._lock:
+                if self._backend is None:
+                    backend = self.config.make_backend()
+                    await backend.start()
+                    self._backend = backend
+        return self._backend
+
+    async def close(self) -> None:
+        if self._backend is not None:
+            await self._backend.close()
+            self._backend = None

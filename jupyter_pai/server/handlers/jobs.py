@@ -1,0 +1,82 @@
+"""``jobs``: list, submit, detail, stop and events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tornado import web
+
+from ...backends.models import JobFilter, JobState
+from ...errors import BadRequest, FieldError, SpecError
+from ...spec.parse import parse_job, parse_json
+from .base import PAIHandler
+
+YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-yaml", "text/plain")
+
+
+class JobsHandler(PAIHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        states = [s for v in self.get_arguments("state") for s in v.split(",") if s]
+        try:
+            parsed_states = [JobState(s.upper()) for s in states] or None
+        except ValueError:
+            raise BadRequest(
+                f"state must be one of {', '.join(s.value for s in JobState)}",
+                [FieldError("state", f"unknown state in {states!r}")],
+            ) from None
+        query = JobFilter(
+            vc=self.get_argument("vc", None),
+            state=parsed_states,
+            user=self.get_argument("user", None),
+            keyword=self.get_argument("keyword", None),
+        )
+        backend = await self.backend()
+        jobs = await backend.list_jobs(query)
+        self.send_json({"jobs": [j.model_dump(mode="json", by_alias=True) for j in jobs]})
+
+    @web.authenticated
+    async def post(self) -> None:
+        content_type = (self.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        body = self.request.body
+        source: Any
+        if content_type == "application/json":
+            source = parse_json(body)
+            if not isinstance(source, dict):
+                raise SpecError([FieldError("", "the job must be a JSON object")])
+        elif content_type in YAML_TYPES or not content_type:
+            source = body
+        else:
+            raise BadRequest(
+                f"unsupported Content-Type {content_type!r}: send the job as text/yaml or application/json"
+            )
+        parsed = parse_job(
+            source,
+            virtual_cluster=self.get_argument("vc", None),
+        )
+        backend = await self.backend()
+        job = await backend.submit(parsed.job, working_dir=self.pai.working_dir)
+        body_json = job.model_dump(mode="json", by_alias=True)
+        body_json["warnings"] = [w.to_json() for w in parsed.warnings]
+        self.set_header("Location", self.request.path.rstrip("/") + "/" + job.id)
+        self.send_json(body_json, status=201)
+
+
+class JobHandler(PAIHandler):
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        backend = await self.backend()
+        self.send_json(await backend.get_job(job_id))
+
+    @web.authenticated
+    async def delete(self, job_id: str) -> None:
+        backend = await self.backend()
+        self.send_json(await backend.stop_job(job_id))
+
+
+class JobEventsHandler(PAIHandler):
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        backend = await self.backend()
+        events = await backend.events(job_id)
+        self.send_json({"events": [e.model_dump(mode="json", by_alias=True) for e in events]})

@@ -1,0 +1,53 @@
+"""``GET jobs/{id}/logs``: a task's log as text, streamed chunk by chunk (never buffered
+whole), and kept open while ``follow`` until the task ends or the client leaves."""
+
+from __future__ import annotations
+
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ...backends.base import LogQuery
+from ...errors import BadRequest, FieldError
+from .base import PAIHandler
+
+
+def _int_arg(handler: PAIHandler, name: str, *, minimum: int = 0) -> int | None:
+    raw = handler.get_argument(name, None)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be a whole number", [FieldError(name, f"got {raw!r}")]) from None
+    if value < minimum:
+        raise BadRequest(f"{name} must be ≥ {minimum}", [FieldError(name, f"got {value}")])
+    return value
+
+
+class JobLogsHandler(PAIHandler):
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        query = LogQuery(
+            role=self.get_argument("role", None) or None,
+            index=_int_arg(self, "index") or 0,
+            follow=self.get_argument("follow", "false").lower() in ("1", "true", "yes"),
+            tail=_int_arg(self, "tail"),
+            offset=_int_arg(self, "offset"),
+            limit=_int_arg(self, "limit"),
+            attempt=_int_arg(self, "attempt"),
+        )
+        backend = await self.backend()
+        stream = await backend.logs(job_id, query)
+        self.set_header("Content-Type", "text/plain; charset=UTF-8")
+        self.set_header("X-Log-Size", str(stream.size))
+        self.set_header("X-Task", f"{stream.role}-{stream.index}")
+        self.set_header("Cache-Control", "no-store")
+        try:
+            async for chunk in stream.chunks:
+                self.write(chunk)
+                await self.flush()
+        except StreamClosedError:
+            return  # the reader went away; the generator is closed below
+        finally:
+            await stream.chunks.aclose()  # type: ignore[attr-defined]
+        self.finish()

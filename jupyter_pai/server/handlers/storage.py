@@ -1,0 +1,41 @@
+"""``GET storage`` and ``GET storage/{name}/{path}``: a folder as JSON, a file as its bytes."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ...backends.base import FileContent
+from .base import PAIHandler
+
+
+class StoragesHandler(PAIHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        backend = await self.backend()
+        self.send_json(await backend.storages())
+
+
+class StorageHandler(PAIHandler):
+    @web.authenticated
+    async def get(self, name: str, path: str = "") -> None:
+        backend = await self.backend()
+        found = await backend.read_storage(name, path or "")
+        if not isinstance(found, FileContent):
+            self.send_json(found)
+            return
+        kind = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
+        self.set_header("Content-Type", kind)
+        self.set_header("Content-Length", str(found.size))
+        self.set_header("X-Content-Type-Options", "nosniff")
+        disposition = "attachment" if self.get_argument("download", "") else "inline"
+        self.set_header("Content-Disposition", f'{disposition}; filename="{found.name}"')
+        try:
+            async for chunk in found.chunks:
+                self.write(chunk)
+                await self.flush()
+        except StreamClosedError:
+            return
+        self.finish()

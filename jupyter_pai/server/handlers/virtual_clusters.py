@@ -1,0 +1,14 @@
+"""``GET virtual-clusters``: capacity, use and queue of each virtual cluster."""
+
+from __future__ import annotations
+
+from tornado import web
+
+from .base import PAIHandler
+
+
+class VirtualClustersHandler(PAIHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        backend = await self.backend()
+        self.send_json(await backend.virtual_clusters())
