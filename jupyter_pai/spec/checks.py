@@ -166,9 +166,7 @@ def _check_markers(
 ) -> list[FieldError]:
     errors: list[FieldError] = []
     for piece in malformed(text):
-        errors.append(
-            FieldError(path, f"malformed marker {piece!r}; write <% $parameters.NAME %>")
-        )
+        errors.append(FieldError(path, f"malformed marker {piece!r}; write <% $parameters.NAME %>"))
     for ref in references(text):
         if ref.scope not in SCOPES:
             known = ", ".join("$" + s for s in SCOPES)

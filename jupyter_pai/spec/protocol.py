@@ -70,9 +70,7 @@ JobName = Annotated[
     str,
     BeforeValidator(_number_to_text),
     StringConstraints(min_length=1, max_length=255, pattern=NAME_PATTERN),
-    WithJsonSchema(
-        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NAME_PATTERN}
-    ),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 255, "pattern": NAME_PATTERN}),
 ]
 RoleName = Annotated[str, StringConstraints(pattern=ROLE_PATTERN)]
 PortLabel = Annotated[str, StringConstraints(pattern=PORT_LABEL_PATTERN)]
@@ -84,16 +82,25 @@ FreeText = Annotated[
 CommandLines = Annotated[
     list[str],
     BeforeValidator(_one_line_to_list),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+]
+NonEmptyCommandLines = Annotated[
+    list[str],
+    BeforeValidator(_one_line_to_list),
+    Field(min_length=1),
     WithJsonSchema(
-        {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            ]
+        }
     ),
 ]
 InstanceLimit = Annotated[
     int,
     BeforeValidator(_minus_one_or_positive),
-    WithJsonSchema(
-        {"anyOf": [{"const": -1}, {"type": "integer", "minimum": 1}]}
-    ),
+    WithJsonSchema({"anyOf": [{"const": -1}, {"type": "integer", "minimum": 1}]}),
 ]
 
 
@@ -189,7 +196,7 @@ class TaskRole(Model):
     resource_per_instance: ResourcePerInstance = Field(
         default_factory=ResourcePerInstance, alias="resourcePerInstance"
     )
-    commands: Annotated[CommandLines, Field(min_length=1)]
+    commands: NonEmptyCommandLines
 
     @property
     def min_succeeded(self) -> int:

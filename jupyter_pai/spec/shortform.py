@@ -20,10 +20,10 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, BeforeValidator, Field
 
 from .protocol import (
-    CommandLines,
     FreeText,
     JobName,
     Model,
+    NonEmptyCommandLines,
     NonNegInt,
     PortLabel,
     RoleName,
@@ -47,9 +47,7 @@ class ShortForm(Model):
 
     name: JobName
     image: str | None = Field(default=None, min_length=1)
-    command: CommandLines = Field(
-        validation_alias=AliasChoices("command", "commands"), min_length=1
-    )
+    command: NonEmptyCommandLines = Field(validation_alias=AliasChoices("command", "commands"))
     gpus: NonNegInt = Field(default=0, validation_alias=AliasChoices("gpus", "gpu"))
     instances: Annotated[int, Field(ge=1)] = 1
     vc: str | None = Field(default=None, min_length=1)
@@ -69,9 +67,25 @@ class ShortForm(Model):
 
 
 SHORT_KEYS = {
-    "name", "image", "command", "commands", "gpus", "gpu", "instances", "vc", "cpu",
-    "memoryMB", "ports", "parameters", "secrets", "role", "gang", "storages",
-    "retries", "taskRetries", "description",
+    "name",
+    "image",
+    "command",
+    "commands",
+    "gpus",
+    "gpu",
+    "instances",
+    "vc",
+    "cpu",
+    "memoryMB",
+    "ports",
+    "parameters",
+    "secrets",
+    "role",
+    "gang",
+    "storages",
+    "retries",
+    "taskRetries",
+    "description",
 }
 
 
@@ -145,21 +159,26 @@ def short_path(doc: Mapping[str, Any], path: str) -> str:
     role = _role(doc)
     base = f"taskRoles.{role}"
     command_key = "commands" if "commands" in doc else "command"
+    gpu_key = "gpu" if "gpu" in doc and "gpus" not in doc else "gpus"
     prefixes: list[tuple[str, str]] = [
-        (f"{base}.resourcePerInstance.gpu", "gpus" if "gpus" in doc or "gpu" not in doc else "gpu"),
+        (f"{base}.resourcePerInstance.gpu", gpu_key),
+        (f"{base}.commands", command_key),
+        (f"{base}.instances", "instances"),
+        (f"{base}.dockerImage", "image"),
+    ]
+    for prefix, short in (
         (f"{base}.resourcePerInstance.cpu", "cpu"),
         (f"{base}.resourcePerInstance.memoryMB", "memoryMB"),
         (f"{base}.resourcePerInstance.ports", "ports"),
-        (f"{base}.instances", "instances"),
         (f"{base}.taskRetryCount", "taskRetries"),
-        (f"{base}.commands", command_key),
-        (f"{base}.dockerImage", "image"),
         ("defaults.virtualCluster", "vc"),
         ("extras.gangAllocation", "gang"),
         ("extras.storages", "storages"),
         ("jobRetryCount", "retries"),
-        (base, "role" if "role" in doc else base),
-    ]
+        (base, "role"),
+    ):
+        if short in doc:
+            prefixes.append((prefix, short))
     if isinstance(doc.get(command_key), str):
         prefixes.insert(0, (f"{base}.commands.0", command_key))
     if "image" in doc:
@@ -169,5 +188,5 @@ def short_path(doc: Mapping[str, Any], path: str) -> str:
         prefixes.insert(1, (f"prerequisites.{index}", "image"))
     for prefix, short in prefixes:
         if path == prefix or path.startswith(prefix + "."):
-            return short + path[len(prefix):]
+            return short + path[len(prefix) :]
     return path
