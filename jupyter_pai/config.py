@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 from traitlets import Dict, List, Type, Unicode, default
 from traitlets.config import Config, Configurable
@@ -40,7 +40,7 @@ DEFAULT_IMAGES: list[dict[str, Any]] = [
 ]
 
 
-class PAIConfig(Configurable):  # type: ignore[misc]
+class PAIConfig(Configurable):
     backend = Unicode(
         help="""Which backend runs jobs: ``local`` (processes on this machine, the default) or
         ``kubernetes``; any name registered in the ``jupyter_pai.backends`` entry point group.
@@ -70,12 +70,10 @@ class PAIConfig(Configurable):  # type: ignore[misc]
 
     def backend_type(self) -> type[Backend]:
         if self.backend_class is not None:
-            cls: type[Backend] = self.backend_class
-            return cls
+            return cast("type[Backend]", self.backend_class)
         found = {ep.name: ep for ep in entry_points(group="jupyter_pai.backends")}
         if self.backend in found:
-            loaded: type[Backend] = found[self.backend].load()
-            return loaded
+            return cast("type[Backend]", found[self.backend].load())
         target = BUILTIN_BACKENDS.get(self.backend)
         if target is None:
             known = sorted(set(found) | set(BUILTIN_BACKENDS))
@@ -84,8 +82,7 @@ class PAIConfig(Configurable):  # type: ignore[misc]
             )
         module, _, attr = target.partition(":")
         imported = __import__(module, fromlist=[attr])
-        builtin: type[Backend] = getattr(imported, attr)
-        return builtin
+        return cast("type[Backend]", getattr(imported, attr))
 
     def make_backend(self, **kwargs: Any) -> Backend:
         return self.backend_type()(config=self.config, **kwargs)
@@ -94,11 +91,14 @@ class PAIConfig(Configurable):  # type: ignore[misc]
 def load_config() -> Config:
     """``jupyter_pai_config.py`` / ``.json`` from Jupyter's config path, for the CLI and magics."""
     from jupyter_core.paths import jupyter_config_path
-    from traitlets.config.loader import PyFileConfigLoader, JSONFileConfigLoader, ConfigFileNotFound
+    from traitlets.config.loader import ConfigFileNotFound, JSONFileConfigLoader, PyFileConfigLoader
 
     merged = Config()
     for folder in reversed(jupyter_config_path()):
-        for loader_cls, name in ((JSONFileConfigLoader, "jupyter_pai_config.json"), (PyFileConfigLoader, "jupyter_pai_config.py")):
+        for loader_cls, name in (
+            (JSONFileConfigLoader, "jupyter_pai_config.json"),
+            (PyFileConfigLoader, "jupyter_pai_config.py"),
+        ):
             try:
                 merged.merge(loader_cls(name, path=folder).load_config())
             except ConfigFileNotFound:

@@ -60,7 +60,7 @@ class FileContent:
     chunks: AsyncIterator[bytes]
 
 
-class Backend(LoggingConfigurable):  # type: ignore[misc]
+class Backend(LoggingConfigurable):
     """Jobs, virtual clusters, logs, events and storage for one user.
 
     Abstract (``abc.abstractmethod`` marks what subclasses implement); traitlets' metaclass

@@ -55,11 +55,11 @@ async def stream_file(
     ``finished()`` says the writer is done and everything written has been sent."""
     remaining = limit
     pending = b""  # an incomplete last line, held back only when secrets must be redacted
-    while follow and not path.exists():
+    while follow and not await asyncio.to_thread(path.exists):
         if finished is not None and await finished():
             return
         await asyncio.sleep(FOLLOW_POLL_SECONDS)
-    if not path.exists():
+    if not await asyncio.to_thread(path.exists):
         return
     f = await asyncio.to_thread(open, path, "rb")
     try:
@@ -82,7 +82,7 @@ async def stream_file(
             if not follow or (remaining is not None and remaining <= 0):
                 break
             # At the end: has the task restarted into a new file, or ended?
-            if path.exists() and os.stat(path).st_ino != inode:
+            if await asyncio.to_thread(_inode, path) not in (None, inode):
                 f.close()
                 f = await asyncio.to_thread(open, path, "rb")
                 inode = os.fstat(f.fileno()).st_ino
@@ -97,6 +97,13 @@ async def stream_file(
             yield _redact(pending, secrets or [])
     finally:
         f.close()
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
 
 
 def _redact(data: bytes, secrets: list[str]) -> bytes:

@@ -22,7 +22,9 @@ CHUNK = 256 * 1024
 def clean_relative(path: str) -> PurePosixPath:
     """The request path as a relative path with no way up; raises BadRequest otherwise."""
     if "\x00" in path:
-        raise BadRequest(f"path {path!r} contains a NUL byte", [FieldError("path", "contains a NUL byte")])
+        raise BadRequest(
+            f"path {path!r} contains a NUL byte", [FieldError("path", "contains a NUL byte")]
+        )
     if path.startswith("/") or path.startswith("\\"):
         raise BadRequest(
             f"path {path!r} must be relative to the storage root",
@@ -39,7 +41,7 @@ def clean_relative(path: str) -> PurePosixPath:
 
 def resolve_inside(root: Path, path: str) -> Path:
     rel = clean_relative(path)
-    real_root = root.resolve()
+    real_root = root.expanduser().resolve()
     target = (real_root / rel).resolve()
     if target != real_root and real_root not in target.parents:
         raise Forbidden(
@@ -50,19 +52,22 @@ def resolve_inside(root: Path, path: str) -> Path:
 
 
 async def read_path(storage: str, root: Path, path: str) -> StorageListing | FileContent:
-    target = resolve_inside(root, path)
+    target = await asyncio.to_thread(resolve_inside, root, path)
     rel = clean_relative(path)
     try:
         st = await asyncio.to_thread(os.stat, target)
     except FileNotFoundError:
         raise NotFound(f"storage {storage}: no file or folder {str(rel)!r}") from None
     if stat.S_ISDIR(st.st_mode):
-        entries = await asyncio.to_thread(_list, root.resolve(), target)
-        return StorageListing(storage=storage, path="" if str(rel) == "." else str(rel), entries=entries)
+        entries = await asyncio.to_thread(_list, root, target)
+        return StorageListing(
+            storage=storage, path="" if str(rel) == "." else str(rel), entries=entries
+        )
     return FileContent(name=target.name, size=st.st_size, chunks=_chunks(target))
 
 
 def _list(root: Path, folder: Path) -> list[StorageEntry]:
+    root = root.expanduser().resolve()
     entries = []
     for child in sorted(folder.iterdir(), key=lambda p: p.name):
         try:

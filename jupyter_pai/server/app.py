@@ -11,7 +11,7 @@ from .context import PAIContext
 from .routes import handlers
 
 
-class PAIExtension(ExtensionApp):  # type: ignore[misc]
+class PAIExtension(ExtensionApp):
     name = "jupyter_pai"
     version = __version__
     description = "OpenPAI-style GPU jobs from JupyterLab"

@@ -61,12 +61,15 @@ _DAEMON = (
 
 def spawn_supervisor(store: StateStore, job_id: str) -> None:
     """Start the job's supervisor detached from this process (it outlives the server)."""
-    log = open(store.job_dir(job_id) / "supervisor.log", "ab")  # noqa: SIM115 - handed to the child
+    log = open(store.job_dir(job_id) / "supervisor.log", "ab")
     try:
         proc = subprocess.Popen(
             [sys.executable, "-c", _DAEMON, str(store.root), job_id],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
         )
         proc.wait(timeout=30)  # the first child exits as soon as it has forked the supervisor
     finally:
@@ -110,7 +113,9 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
         rec.launched_time = now()
         store.write_job(rec)
         gpus = ",".join(g for t in rec.tasks for g in t.gpus) or "none"
-        store.add_event(job_id, "Scheduled", f"all {len(rec.tasks)} task(s) admitted together; GPUs {gpus}")
+        store.add_event(
+            job_id, "Scheduled", f"all {len(rec.tasks)} task(s) admitted together; GPUs {gpus}"
+        )
         spawn(store, job_id)
     store.write_active([r.id for r in active])
 
@@ -118,7 +123,12 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
 def _heal(store: StateStore, rec: JobRecord, spawn: Spawner) -> None:
     if rec.supervisor_pid is None:
         if rec.launched_time and now() - rec.launched_time > RELAUNCH_AFTER:
-            store.add_event(rec.id, "Relaunch", "the job's supervisor never started; starting it again", type="Warning")
+            store.add_event(
+                rec.id,
+                "Relaunch",
+                "the job's supervisor never started; starting it again",
+                type="Warning",
+            )
             rec.launched_time = now()
             store.write_job(rec)
             spawn(store, rec.id)
@@ -137,7 +147,12 @@ def _heal(store: StateStore, rec: JobRecord, spawn: Spawner) -> None:
     rec.completed_time = now()
     rec.supervisor_pid = None
     store.write_job(rec)
-    store.add_event(rec.id, "SupervisorLost", "the job's supervisor process ended unexpectedly; its tasks were killed", type="Warning")
+    store.add_event(
+        rec.id,
+        "SupervisorLost",
+        "the job's supervisor process ended unexpectedly; its tasks were killed",
+        type="Warning",
+    )
 
 
 class PortPicker:
@@ -189,6 +204,8 @@ def user_environment() -> dict[str, str]:
     """The environment tasks inherit: ours, minus what only the Jupyter server should hold."""
     env = dict(os.environ)
     for key in list(env):
-        if key in ("JUPYTER_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN") or key.startswith("JPY_"):
+        if key in ("JUPYTER_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN") or key.startswith(
+            "JPY_"
+        ):
             env.pop(key)
     return env

@@ -133,7 +133,8 @@ class LocalBackend(Backend):
     def _start_sync(self) -> None:
         with self.store.locked():
             config = SharedConfig(
-                slots=self.slots, capacities=self.capacities,
+                slots=self.slots,
+                capacities=self.capacities,
                 stop_grace_seconds=self.stop_grace_seconds,
             )
             if load_config(self.store) != config:
@@ -216,13 +217,16 @@ class LocalBackend(Backend):
             cap = Resources(gpu=capacity, cpu=cpus, memory_mb=memory)
             result.append(
                 VirtualCluster(
-                    name=name, capacity=cap, used=used,
+                    name=name,
+                    capacity=cap,
+                    used=used,
                     free=Resources(
                         gpu=max(0, capacity - used.gpu),
                         cpu=max(0.0, cpus - used.cpu),
                         memory_mb=max(0, memory - used.memory_mb),
                     ),
-                    running_jobs=len(running), queued_jobs=len(queued),
+                    running_jobs=len(running),
+                    queued_jobs=len(queued),
                     queued=Resources(
                         gpu=sum(r.total_gpus for r in queued),
                         cpu=sum(r.total_cpu for r in queued),
@@ -249,24 +253,34 @@ class LocalBackend(Backend):
         vc = job.virtual_cluster
         if vc not in self.capacities:
             raise SpecError(
-                [FieldError("defaults.virtualCluster",
-                            f"no virtual cluster {vc!r} here; choose one of {', '.join(self.capacities)}")]
+                [
+                    FieldError(
+                        "defaults.virtualCluster",
+                        f"no virtual cluster {vc!r} here; choose one of {', '.join(self.capacities)}",
+                    )
+                ]
             )
         need, capacity = job.total_gpus, self.capacities[vc]
         if need > capacity:
             role = next(r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0)
             raise SpecError(
-                [FieldError(
-                    f"taskRoles.{role}.resourcePerInstance.gpu",
-                    f"the job needs {need} GPUs at once but VC {vc} has only {capacity} "
-                    "on this machine; ask for fewer GPUs or instances",
-                )]
+                [
+                    FieldError(
+                        f"taskRoles.{role}.resourcePerInstance.gpu",
+                        f"the job needs {need} GPUs at once but VC {vc} has only {capacity} "
+                        "on this machine; ask for fewer GPUs or instances",
+                    )
+                ]
             )
         for i, mount in enumerate(job.extras.storages):
             if mount.name not in self.storages_config:
                 raise SpecError(
-                    [FieldError(f"extras.storages.{i}.name",
-                                f"no storage {mount.name!r}; known: {', '.join(self.storages_config) or 'none'}")]
+                    [
+                        FieldError(
+                            f"extras.storages.{i}.name",
+                            f"no storage {mount.name!r}; known: {', '.join(self.storages_config) or 'none'}",
+                        )
+                    ]
                 )
 
     def _create(self, rec: JobRecord, job: JobProtocol) -> None:
@@ -279,7 +293,9 @@ class LocalBackend(Backend):
             spec = job.model_dump(mode="json", by_alias=True, exclude_none=True)
             self.store.create_job(rec, spec)
             self.store.write_active([*self.store.active_ids(), rec.id])
-            self.store.add_event(rec.id, "Submitted", f"submitted to VC {rec.virtual_cluster} by {rec.user}")
+            self.store.add_event(
+                rec.id, "Submitted", f"submitted to VC {rec.virtual_cluster} by {rec.user}"
+            )
             schedule(self.store)
 
     def _free_name(self, rec: JobRecord) -> str:
@@ -328,7 +344,9 @@ class LocalBackend(Backend):
             raise NotFound(f"job {job_id} has no task {role}-{query.index}") from None
         path = self.store.log_path(job_id, role, query.index, query.attempt)
         if query.attempt is not None and not path.exists():
-            raise NotFound(f"task {role}-{query.index} of job {job_id} has no attempt {query.attempt}")
+            raise NotFound(
+                f"task {role}-{query.index} of job {job_id} has no attempt {query.attempt}"
+            )
         size = path.stat().st_size if path.exists() else 0
         if query.offset is not None:
             if query.offset < 0:
@@ -345,8 +363,12 @@ class LocalBackend(Backend):
             return current.state.terminal or current.task(role, query.index).state.terminal
 
         chunks = stream_file(
-            path, offset=start, limit=query.limit, follow=query.follow and query.attempt is None,
-            finished=finished, secrets=secret_values(job),
+            path,
+            offset=start,
+            limit=query.limit,
+            follow=query.follow and query.attempt is None,
+            finished=finished,
+            secrets=secret_values(job),
         )
         return LogStream(size=size, chunks=chunks, role=role, index=query.index)
 
@@ -355,8 +377,10 @@ class LocalBackend(Backend):
     async def storages(self) -> list[Storage]:
         return [
             Storage(
-                name=name, mount_path=conf.get("mountPath", f"/mnt/{name}"),
-                read_only=bool(conf.get("readOnly", False)), description=conf.get("description"),
+                name=name,
+                mount_path=conf.get("mountPath", f"/mnt/{name}"),
+                read_only=bool(conf.get("readOnly", False)),
+                description=conf.get("description"),
             )
             for name, conf in self.storages_config.items()
         ]
@@ -365,48 +389,72 @@ class LocalBackend(Backend):
         conf = self.storages_config.get(name)
         if conf is None:
             raise NotFound(f"no storage {name!r}")
-        root = Path(os.path.expanduser(str(conf["path"])))
-        return await storage_fs.read_path(name, root, path)
+        return await storage_fs.read_path(name, Path(str(conf["path"])), path)
 
 
 def new_record(job: JobProtocol, user: str, working_dir: str) -> JobRecord:
     tasks = [
         TaskRecord(
-            role=role, index=i, gpu_request=spec.resource_per_instance.gpu,
+            role=role,
+            index=i,
+            gpu_request=spec.resource_per_instance.gpu,
             port_request=port_requests(job, role),
         )
         for role, spec in job.task_roles.items()
         for i in range(spec.instances)
     ]
     return JobRecord(
-        id=f"{user}~{job.name}", name=job.name, user=user, virtual_cluster=job.virtual_cluster,
-        total_gpus=job.total_gpus, total_tasks=len(tasks), total_roles=len(job.task_roles),
+        id=f"{user}~{job.name}",
+        name=job.name,
+        user=user,
+        virtual_cluster=job.virtual_cluster,
+        total_gpus=job.total_gpus,
+        total_tasks=len(tasks),
+        total_roles=len(job.task_roles),
         total_cpu=sum(s.instances * s.resource_per_instance.cpu for s in job.task_roles.values()),
         total_memory_mb=sum(
             s.instances * s.resource_per_instance.memory_mb for s in job.task_roles.values()
         ),
-        working_dir=working_dir, tasks=tasks,
+        working_dir=working_dir,
+        tasks=tasks,
     )
 
 
 def summary(rec: JobRecord) -> JobSummary:
     return JobSummary(
-        id=rec.id, name=rec.name, user=rec.user, state=rec.state, sub_state=rec.sub_state,
-        virtual_cluster=rec.virtual_cluster, retries=rec.retries,
-        submission_time=rec.submission_time, launched_time=rec.launched_time,
-        completed_time=rec.completed_time, exit_code=rec.exit_code,
-        total_gpu_number=rec.total_gpus, total_task_number=rec.total_tasks,
-        total_task_role_number=rec.total_roles, waiting_reason=rec.waiting_reason,
+        id=rec.id,
+        name=rec.name,
+        user=rec.user,
+        state=rec.state,
+        sub_state=rec.sub_state,
+        virtual_cluster=rec.virtual_cluster,
+        retries=rec.retries,
+        submission_time=rec.submission_time,
+        launched_time=rec.launched_time,
+        completed_time=rec.completed_time,
+        exit_code=rec.exit_code,
+        total_gpu_number=rec.total_gpus,
+        total_task_number=rec.total_tasks,
+        total_task_role_number=rec.total_roles,
+        waiting_reason=rec.waiting_reason,
     )
 
 
 def detail(rec: JobRecord, job: JobProtocol) -> JobDetail:
     tasks = [
         TaskStatus(
-            role=t.role, index=t.index, state=t.state, node="localhost",
-            ip="127.0.0.1" if t.started_time else None, gpus=t.gpus, ports=t.ports,
-            exit_code=t.exit_code, exit_reason=t.exit_reason, retries=t.retries,
-            started_time=t.started_time, completed_time=t.completed_time,
+            role=t.role,
+            index=t.index,
+            state=t.state,
+            node="localhost",
+            ip="127.0.0.1" if t.started_time else None,
+            gpus=t.gpus,
+            ports=t.ports,
+            exit_code=t.exit_code,
+            exit_reason=t.exit_reason,
+            retries=t.retries,
+            started_time=t.started_time,
+            completed_time=t.completed_time,
         )
         for t in rec.tasks
     ]

@@ -29,7 +29,7 @@ def detect() -> list[str]:
             return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
         finally:
             pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVML library, no driver, no GPU: try nvidia-smi
+    except Exception:
         pass
     smi = shutil.which("nvidia-smi")
     if smi is None:
@@ -37,7 +37,10 @@ def detect() -> list[str]:
     try:
         out = subprocess.run(
             [smi, "--query-gpu=index", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []

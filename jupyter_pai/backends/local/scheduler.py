@@ -60,16 +60,16 @@ def vc_capacities(shares: Mapping[str, object], slots: int) -> dict[str, int]:
     return caps
 
 
-def plan(
-    demands: Sequence[Demand], slots: Sequence[str], capacities: Mapping[str, int]
-) -> Plan:
+def plan(demands: Sequence[Demand], slots: Sequence[str], capacities: Mapping[str, int]) -> Plan:
     result = Plan()
     held = {g for d in demands for g in d.job.allocated_gpus}
     free = [s for s in slots if s not in held]
     used: dict[str, int] = {}
     for d in demands:
         if d.job.state in (JobState.RUNNING, JobState.STOPPING):
-            used[d.job.virtual_cluster] = used.get(d.job.virtual_cluster, 0) + len(d.job.allocated_gpus)
+            used[d.job.virtual_cluster] = used.get(d.job.virtual_cluster, 0) + len(
+                d.job.allocated_gpus
+            )
     blocked: dict[str, str] = {}  # vc → id of the job at the head of its queue
     for d in demands:
         job = d.job

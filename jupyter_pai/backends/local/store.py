@@ -90,7 +90,8 @@ class StateStore:
 
     def job_ids(self) -> list[str]:
         return sorted(
-            p.name for p in self.jobs_dir.iterdir()
+            p.name
+            for p in self.jobs_dir.iterdir()
             if not p.name.startswith(".") and (p / "job.json").exists()
         )
 
@@ -112,7 +113,9 @@ class StateStore:
         event = JobEvent(time=now(), type=type, reason=reason, message=message, source=source)
         line = event.model_dump_json(by_alias=True) + "\n"
         # One short O_APPEND write per event: concurrent writers never interleave within a line.
-        fd = os.open(self.job_dir(job_id) / "events.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(
+            self.job_dir(job_id) / "events.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
+        )
         try:
             os.write(fd, line.encode())
         finally:

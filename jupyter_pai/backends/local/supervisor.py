@@ -51,8 +51,12 @@ class Supervisor:
             self.store.write_job(rec)
         return rec
 
-    def event(self, reason: str, message: str, *, source: str = "job", warning: bool = False) -> None:
-        self.store.add_event(self.job_id, reason, message, source=source, type="Warning" if warning else "Normal")
+    def event(
+        self, reason: str, message: str, *, source: str = "job", warning: bool = False
+    ) -> None:
+        self.store.add_event(
+            self.job_id, reason, message, source=source, type="Warning" if warning else "Normal"
+        )
 
     # -- main ----------------------------------------------------------------------------
 
@@ -71,8 +75,10 @@ class Supervisor:
             rec = self.store.read_job(self.job_id)
             if rec.state.terminal:
                 return False
-            if rec.supervisor_pid and rec.supervisor_pid != os.getpid() and alive(
-                rec.supervisor_pid, rec.supervisor_start
+            if (
+                rec.supervisor_pid
+                and rec.supervisor_pid != os.getpid()
+                and alive(rec.supervisor_pid, rec.supervisor_start)
             ):
                 return False
             rec.supervisor_pid = os.getpid()
@@ -123,12 +129,19 @@ class Supervisor:
             (t.role, t.index): Placement(host=LOCAL_HOST, ports=t.ports) for t in rec.tasks
         }
         shared = job_environment(
-            self.spec, job_id=rec.id, user=rec.user, virtual_cluster=rec.virtual_cluster,
-            placements=placements, master_port=rec.master_port or 0,
+            self.spec,
+            job_id=rec.id,
+            user=rec.user,
+            virtual_cluster=rec.virtual_cluster,
+            placements=placements,
+            master_port=rec.master_port or 0,
         )
-        env = {**user_environment(), **task_environment(
-            self.spec, shared, role=task.role, index=task.index, placements=placements
-        )}
+        env = {
+            **user_environment(),
+            **task_environment(
+                self.spec, shared, role=task.role, index=task.index, placements=placements
+            ),
+        }
         # Every task sees only its own GPUs; an empty value hides all GPUs from CPU-only tasks.
         env["CUDA_VISIBLE_DEVICES"] = ",".join(task.gpus)
         return env
@@ -152,8 +165,14 @@ class Supervisor:
         cwd = rec.working_dir if Path(rec.working_dir).is_dir() else str(self.store.job_dir(rec.id))
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [shell, str(script)], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, cwd=cwd, start_new_session=True, close_fds=True,
+                [shell, str(script)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                close_fds=True,
             )
         self.procs[task.key] = proc
         gpus = ",".join(task.gpus) or "none"
@@ -206,7 +225,12 @@ class Supervisor:
         if task.pid:
             signal_group(task.pid, signal.SIGKILL)  # what the task left running in its group
         if code != 0 and task.retries < role.task_retry_count:
-            self.event("TaskRetry", f"exit code {code}; restarting ({task.retries + 1} of {role.task_retry_count})", source=key, warning=True)
+            self.event(
+                "TaskRetry",
+                f"exit code {code}; restarting ({task.retries + 1} of {role.task_retry_count})",
+                source=key,
+                warning=True,
+            )
             self.update(lambda r: _bump_retry(r, key))
             self._mark_running({key: self._launch(rec, task)})
             return None

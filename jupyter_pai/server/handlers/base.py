@@ -14,7 +14,7 @@ from ...errors import PAIError
 from ..context import PAIContext
 
 
-class PAIHandler(APIHandler):  # type: ignore[misc]
+class PAIHandler(APIHandler):
     @property
     def pai(self) -> PAIContext:
         ctx: PAIContext = self.settings["jupyter_pai"]
@@ -50,6 +50,8 @@ class PAIHandler(APIHandler):  # type: ignore[misc]
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, PAIError):
             # An expected outcome (bad spec, unknown job): one line, no traceback.
-            self.log.info("jupyter-pai %s %s: %s", self.request.method, self.request.path, value.message)
+            self.log.info(
+                "jupyter-pai %s %s: %s", self.request.method, self.request.path, value.message
+            )
             return
         super().log_exception(typ, value, tb)

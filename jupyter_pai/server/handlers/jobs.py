@@ -37,7 +37,9 @@ class JobsHandler(PAIHandler):
 
     @web.authenticated
     async def post(self) -> None:
-        content_type = (self.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        content_type = (
+            (self.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        )
         body = self.request.body
         source: Any
         if content_type == "application/json":

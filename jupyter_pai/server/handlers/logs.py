@@ -18,7 +18,9 @@ def _int_arg(handler: PAIHandler, name: str, *, minimum: int = 0) -> int | None:
     try:
         value = int(raw)
     except ValueError:
-        raise BadRequest(f"{name} must be a whole number", [FieldError(name, f"got {raw!r}")]) from None
+        raise BadRequest(
+            f"{name} must be a whole number", [FieldError(name, f"got {raw!r}")]
+        ) from None
     if value < minimum:
         raise BadRequest(f"{name} must be ≥ {minimum}", [FieldError(name, f"got {value}")])
     return value

@@ -1,0 +1,332 @@
+"""``jupyter pai …``: submit, list, inspect, follow and stop jobs from a terminal or CI.
+
+It talks to the configured backend directly (the local state directory, or the cluster
+with the user's kubeconfig), so it sees the same jobs as the Jupyter server.
+
+Exit codes: 0 ok; 1 a waited-for job ended FAILED or STOPPED; 2 invalid input; 3 not
+found; 4 conflict (name taken); 5 backend unreachable; 6 refused (forbidden).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel
+from traitlets.config import Config
+
+from .backends.base import Backend, LogQuery
+from .backends.models import JobDetail, JobFilter, JobState, JobSummary
+from .config import PAIConfig, load_config
+from .errors import Conflict, FieldError, Forbidden, NotFound, PAIError, SpecError, Unavailable
+from .spec.parse import parse_job
+
+EXIT_JOB_FAILED = 1
+EXIT_INVALID = 2
+EXIT_NOT_FOUND = 3
+EXIT_CONFLICT = 4
+EXIT_UNAVAILABLE = 5
+EXIT_FORBIDDEN = 6
+
+WAIT_POLL_SECONDS = 1.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jupyter pai", description="OpenPAI-style GPU jobs on the configured backend."
+    )
+    parser.add_argument("--backend", help="local or kubernetes (default: PAIConfig.backend)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        return p
+
+    p = add("submit", "submit a job file (OpenPAI protocol v2 or short form; - for stdin)")
+    p.add_argument("file")
+    p.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="set parameters.K (repeatable)"
+    )
+    p.add_argument("--vc", help="virtual cluster (overrides defaults.virtualCluster)")
+    p.add_argument("--name", help="job name (overrides name)")
+    p.add_argument("--wait", action="store_true", help="wait until the job ends")
+
+    p = add("validate", "check a job file without submitting it")
+    p.add_argument("file")
+    p.add_argument("--param", action="append", default=[], metavar="K=V")
+
+    p = add("jobs", "list jobs")
+    p.add_argument("--state", action="append", help="WAITING, RUNNING, … (repeatable)")
+    p.add_argument("--vc")
+    p.add_argument("--user")
+    p.add_argument("--keyword")
+
+    p = add("show", "a job's detail and tasks")
+    p.add_argument("id")
+
+    p = add("logs", "a task's log")
+    p.add_argument("id")
+    p.add_argument("--role")
+    p.add_argument("--index", type=int, default=0)
+    p.add_argument("--tail", type=int, help="only the last N lines")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing until the task ends")
+
+    p = add("stop", "stop a job")
+    p.add_argument("id")
+
+    add("vcs", "virtual clusters: capacity, use and queue")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def run(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "validate":
+            return validate(args)
+        backend = make_backend(args.backend)
+        await backend.start()
+        try:
+            return int(await COMMANDS[args.command](backend, args))
+        finally:
+            await backend.close()
+    except PAIError as exc:
+        return report_error(exc, json_output=getattr(args, "json", False))
+
+
+def make_backend(name: str | None) -> Backend:
+    config = load_config()
+    # Housekeeping passes are for long-lived processes; a CLI call runs one pass at start.
+    config.merge(Config({"LocalBackend": {"housekeeping": 0.0}}))
+    if name:
+        config.merge(Config({"PAIConfig": {"backend": name}}))
+    return PAIConfig(config=config).make_backend()
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError([FieldError("--param", f"{pair!r} is not K=V")])
+        params[key] = value
+    return params
+
+
+def read_source(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise SpecError([FieldError("file", f"cannot read {path}: {exc.strerror}")]) from None
+
+
+def validate(args: argparse.Namespace) -> int:
+    parsed = parse_job(read_source(args.file), parameters=parse_params(args.param))
+    if args.json:
+        emit({"valid": True, "warnings": [w.to_json() for w in parsed.warnings]})
+    else:
+        for w in parsed.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        job = parsed.job
+        print(
+            f"{job.name}: valid ({len(job.task_roles)} role(s), {job.total_instances} task(s), "
+            f"{job.total_gpus} GPU(s), VC {job.virtual_cluster})"
+        )
+    return 0
+
+
+async def submit(backend: Backend, args: argparse.Namespace) -> int:
+    parsed = parse_job(
+        read_source(args.file),
+        parameters=parse_params(args.param),
+        virtual_cluster=args.vc,
+        name=args.name,
+    )
+    for w in parsed.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    job = await backend.submit(parsed.job)
+    if not args.json:
+        print(f"submitted {job.id} ({job.state.value})")
+    if not args.wait:
+        if args.json:
+            emit(job)
+        return 0
+    while not job.state.terminal:
+        await asyncio.sleep(WAIT_POLL_SECONDS)
+        job = await backend.get_job(job.id)
+    if args.json:
+        emit(job)
+    else:
+        print(f"{job.id}: {job.state.value}" + (f" ({job.sub_state})" if job.sub_state else ""))
+    return 0 if job.state == JobState.SUCCEEDED else EXIT_JOB_FAILED
+
+
+async def jobs(backend: Backend, args: argparse.Namespace) -> int:
+    states = [JobState(s.upper()) for v in args.state or [] for s in v.split(",")] or None
+    found = await backend.list_jobs(
+        JobFilter(vc=args.vc, state=states, user=args.user, keyword=args.keyword)
+    )
+    if args.json:
+        emit({"jobs": found})
+        return 0
+    rows = [["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]]
+    rows += [job_row(j) for j in found]
+    print_table(rows)
+    return 0
+
+
+async def show(backend: Backend, args: argparse.Namespace) -> int:
+    job = await backend.get_job(args.id)
+    if args.json:
+        emit(job)
+        return 0
+    print_detail(job)
+    return 0
+
+
+async def logs(backend: Backend, args: argparse.Namespace) -> int:
+    stream = await backend.logs(
+        args.id, LogQuery(role=args.role, index=args.index, follow=args.follow, tail=args.tail)
+    )
+    out = sys.stdout.buffer
+    async for chunk in stream.chunks:
+        out.write(chunk)
+        out.flush()
+    return 0
+
+
+async def stop(backend: Backend, args: argparse.Namespace) -> int:
+    job = await backend.stop_job(args.id)
+    if args.json:
+        emit(job)
+    else:
+        print(f"{job.id}: {job.state.value}")
+    return 0
+
+
+async def vcs(backend: Backend, args: argparse.Namespace) -> int:
+    found = await backend.virtual_clusters()
+    if args.json:
+        emit(found)
+        return 0
+    rows = [["VC", "GPUS USED", "GPUS FREE", "GPUS TOTAL", "RUNNING", "QUEUED"]]
+    for vc in found:
+        rows.append(
+            [
+                vc.name,
+                str(vc.used.gpu),
+                str(vc.free.gpu),
+                str(vc.capacity.gpu),
+                str(vc.running_jobs),
+                str(vc.queued_jobs),
+            ]
+        )
+    print_table(rows)
+    return 0
+
+
+COMMANDS = {"submit": submit, "jobs": jobs, "show": show, "logs": logs, "stop": stop, "vcs": vcs}
+
+
+# -- output ----------------------------------------------------------------------------
+
+
+def emit(value: Any) -> None:
+    print(json.dumps(to_jsonable(value), indent=2))
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def duration(job: JobSummary) -> str:
+    if job.launched_time is None:
+        return "-"
+    end = job.completed_time or datetime.now(timezone.utc)
+    seconds = int((end - job.launched_time).total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def job_row(job: JobSummary) -> list[str]:
+    return [
+        job.id,
+        job.state.value,
+        job.virtual_cluster,
+        str(job.total_gpu_number),
+        str(job.total_task_number),
+        job.submission_time.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+        duration(job),
+        str(job.retries),
+    ]
+
+
+def print_table(rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def print_detail(job: JobDetail) -> None:
+    print(f"{job.id}  {job.state.value}" + (f"  ({job.sub_state})" if job.sub_state else ""))
+    print(
+        f"  VC {job.virtual_cluster}, {job.total_gpu_number} GPU(s), {job.total_task_number} task(s), retries {job.retries}"
+    )
+    if job.waiting_reason:
+        print(f"  waiting: {job.waiting_reason}")
+    rows = [["TASK", "STATE", "NODE", "IP", "GPUS", "EXIT", "RETRIES"]]
+    for t in job.tasks:
+        rows.append(
+            [
+                f"{t.role}-{t.index}",
+                t.state.value,
+                t.node or "-",
+                t.ip or "-",
+                ",".join(t.gpus) or "-",
+                "-" if t.exit_code is None else str(t.exit_code),
+                str(t.retries),
+            ]
+        )
+    print_table(rows)
+
+
+def report_error(exc: PAIError, *, json_output: bool) -> int:
+    if json_output:
+        print(json.dumps(exc.to_json()), file=sys.stderr)
+    else:
+        print(f"error: {exc.message}", file=sys.stderr)
+        for e in exc.errors[1:] if len(exc.errors) > 1 else []:
+            print(f"  {e}", file=sys.stderr)
+    codes: list[tuple[type[PAIError], int]] = [
+        (NotFound, EXIT_NOT_FOUND),
+        (Conflict, EXIT_CONFLICT),
+        (Unavailable, EXIT_UNAVAILABLE),
+        (Forbidden, EXIT_FORBIDDEN),
+    ]
+    return next((code for cls, code in codes if isinstance(exc, cls)), EXIT_INVALID)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Keeps ``openapi.yaml`` honest: its component schemas are generated from the models
+(``python -m jupyter_pai.server.openapi`` rewrites them), its paths are written by hand and
+a test checks them against :data:`jupyter_pai.server.routes.ROUTES`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..backends import models
+
+OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
+MODELS: list[type[models.ApiModel]] = [
+    models.Info,
+    models.Resources,
+    models.VirtualCluster,
+    models.Image,
+    models.JobSummary,
+    models.TaskStatus,
+    models.JobDetail,
+    models.JobEvent,
+    models.Storage,
+    models.StorageEntry,
+    models.StorageListing,
+]
+
+
+RESPONSES = """  responses:
+    BadRequest: *error
+    Forbidden: *error
+    NotFound: *error
+    Conflict: *error
+    Unavailable: *error
+"""
+
+
+def component_schemas() -> dict[str, Any]:
+    schemas: dict[str, Any] = {}
+    for cls in MODELS:
+        schema = cls.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+        for name, sub in schema.pop("$defs", {}).items():
+            schemas.setdefault(name, sub)
+        schemas[cls.__name__] = schema
+    return schemas
+
+
+def load() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(OPENAPI_PATH.read_text())
+    return doc
+
+
+def rewrite_components() -> None:
+    text = OPENAPI_PATH.read_text()
+    head, marker, _ = text.partition("# --- generated below")
+    generated = yaml.safe_dump({"schemas": component_schemas()}, sort_keys=False)
+    body = (
+        "components:\n"
+        + RESPONSES
+        + "\n".join("  " + line if line else line for line in generated.splitlines())
+    )
+    OPENAPI_PATH.write_text(
+        head + marker + " (python -m jupyter_pai.server.openapi) ---\n" + body + "\n"
+    )
+
+
+if __name__ == "__main__":
+    rewrite_components()

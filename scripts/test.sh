@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install every test dependency and run every test: lint and types, unit, server (REST on
+# the local backend), Kubernetes on a real control plane (tests/cluster), lab extension
+# (Jest) and UI (Chromium + Playwright). Exits non-zero on any failure.
+set -euo pipefail
+source "$(dirname "$0")/setup-env.sh" test
+cd "$ROOT"
+
+if ! command -v chromium >/dev/null; then
+  step "installing Debian's Chromium for the UI tests"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+step "lint and types"
+ruff check jupyter_pai tests benchmarks
+mypy jupyter_pai
+(cd labextension && npm run --silent lint:check)
+
+step "lab extension unit tests (Jest)"
+(cd labextension && npm test --silent)
+
+step "building or reusing the test control plane (Go, cached outside the tree)"
+python -m tests.cluster build
+
+step "pytest: unit, server, kubernetes, ui"
+python -m pytest tests "$@"
