@@ -70,10 +70,11 @@ class PAIConfig(Configurable):
 
     def backend_type(self) -> type[Backend]:
         if self.backend_class is not None:
-            return cast("type[Backend]", self.backend_class)
+            return self.backend_class
         found = {ep.name: ep for ep in entry_points(group="jupyter_pai.backends")}
         if self.backend in found:
-            return cast("type[Backend]", found[self.backend].load())
+            loaded: type[Backend] = found[self.backend].load()
+            return loaded
         target = BUILTIN_BACKENDS.get(self.backend)
         if target is None:
             known = sorted(set(found) | set(BUILTIN_BACKENDS))
