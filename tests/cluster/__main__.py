@@ -1,0 +1,87 @@
+"""`python -m tests.cluster build|up|down|status`: the test control plane from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import build, controlplane, manifests
+
+
+def _shape(text: str, pool: str) -> manifests.NodeShape:
+    """`NODESxGPUS`, e.g. `1x4`."""
+    count, _, gpus = text.partition("x")
+    return manifests.NodeShape(pool=pool, count=int(count), gpus=int(gpus or 0))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build (or reuse) the binaries; print their directory")
+    up = commands.add_parser("up", help="start a cluster in the background")
+    up.add_argument("--dir", type=Path, default=None)
+    up.add_argument(
+        "--runner-only", action="store_true", help="no simulated GPU nodes: every pod really runs"
+    )
+    up.add_argument(
+        "--gpu-nodes",
+        default="4x8",
+        metavar="NxG",
+        help="simulated GPU nodes x GPUs each (default 4x8)",
+    )
+    up.add_argument(
+        "--runner-nodes",
+        default="1x4",
+        metavar="NxG",
+        help="runner nodes x GPUs each (default 1x4; 0 for none)",
+    )
+    for name in ("down", "status"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    if args.command == "build":
+        start = time.monotonic()
+        print(build.ensure_built())
+        print(f"ready in {time.monotonic() - start:.1f}s", file=sys.stderr)
+        return 0
+    plane = controlplane.ControlPlane(args.dir)
+    if args.command == "up":
+        runner = _shape(args.runner_nodes, "runner")
+        gpus = None if args.runner_only else _shape(args.gpu_nodes, "gpu")
+        options = controlplane.Options(
+            gpu_pool=gpus if gpus and gpus.count else None,
+            runner_pool=runner if runner.count else None,
+        )
+        state = plane.up(options)
+        print(
+            f"cluster up in {state.started_seconds}s; users: "
+            + ", ".join(f"{u}={p}" for u, p in state.users.items()),
+            file=sys.stderr,
+        )
+        print(f"KUBECONFIG={state.kubeconfig}")
+        return 0
+    if args.command == "down":
+        plane.down()
+        return 0
+    status = plane.status()
+    saved = controlplane.State.load(plane.directory)
+    print(
+        json.dumps(
+            {
+                "dir": str(plane.directory),
+                "running": bool(status) and all(status.values()),
+                "processes": status,
+                "kubeconfig": saved.kubeconfig if saved else None,
+            },
+            indent=2,
+        )
+    )
+    return 0 if status and all(status.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

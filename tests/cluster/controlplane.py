@@ -1,0 +1,397 @@
+"""Start and stop the test control plane: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler (with its gang scheduling), kwok and the pod runner, on free loopback
+ports, with all state in one directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import ssl
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import build, kube, kwokconfig, manifests, pki, processes
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STATE_FILE = "state.json"
+
+# Alpha gates for the scheduler's native gang scheduling (KEP-4671) and for the Job
+# controller creating a Workload + gang PodGroup for Indexed Jobs (KEP-5547).
+FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,WorkloadWithJob=true"
+RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
+
+# Every address the cluster hands out is on loopback, so a stray connection to a pod or a
+# service never leaves the machine: kwok's simulated pods, the runner's real pods, and
+# service cluster IPs.
+KWOK_POD_CIDR = "127.72.0.1/16"
+RUNNER_POD_NET = "127.73"
+SERVICE_CIDR = "127.74.0.0/16"
+
+
+def default_dir() -> Path:
+    base = os.environ.get("JUPYTER_PAI_CLUSTER_DIR")
+    return Path(base) if base else Path(os.environ.get("TMPDIR", "/tmp")) / "jupyter-pai-cluster"
+
+
+@dataclass
+class Options:
+    gpu_pool: manifests.NodeShape | None = manifests.DEFAULT_GPU_POOL
+    runner_pool: manifests.NodeShape | None = manifests.DEFAULT_RUNNER_POOL
+    # Tie every process to the caller's life (the pytest fixture); `up` from the CLI
+    # leaves them running in the background instead.
+    tie_to_parent: bool = False
+
+    @classmethod
+    def runner_only(cls, runner_pool: manifests.NodeShape | None = None) -> Options:
+        return cls(gpu_pool=None, runner_pool=runner_pool or manifests.DEFAULT_RUNNER_POOL)
+
+
+@dataclass
+class State:
+    directory: str
+    server: str
+    kubeconfig: str
+    users: dict[str, str]
+    tokens: dict[str, str]
+    processes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runner_nodes: list[str] = field(default_factory=list)
+    gpu_nodes: list[str] = field(default_factory=list)
+    started_seconds: float = 0.0
+
+    @classmethod
+    def load(cls, directory: Path) -> State | None:
+        path = directory / STATE_FILE
+        if not path.is_file():
+            return None
+        return cls(**json.loads(path.read_text()))
+
+    def save(self) -> None:
+        path = Path(self.directory) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+
+class ControlPlane:
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = (directory or default_dir()).resolve()
+
+    # -- public -------------------------------------------------------------------------
+
+    def up(self, options: Options | None = None) -> State:
+        options = options or Options()
+        start = time.monotonic()
+        self.down()  # a stale cluster in the same directory goes first
+        bin_dir = build.ensure_built()
+        assets = build.ensure_assets()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            state = self._start(bin_dir, assets, options)
+        except BaseException:
+            self.down()
+            raise
+        state.started_seconds = round(time.monotonic() - start, 1)
+        state.save()
+        return state
+
+    def down(self) -> None:
+        state = State.load(self.directory)
+        if state is not None:
+            # The runner first: it stops the pod processes it started.
+            for name in reversed(list(state.processes)):
+                info = state.processes[name]
+                processes.stop(info["pid"], info["argv0"])
+        if self.directory.exists():
+            from . import hostsfile
+
+            hostsfile.remove_block(hostsfile.marker(self.directory))
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def status(self) -> dict[str, bool]:
+        state = State.load(self.directory)
+        if state is None:
+            return {}
+        return {
+            name: processes.is_running(info["pid"], info["argv0"])
+            for name, info in state.processes.items()
+        }
+
+    # -- starting -----------------------------------------------------------------------
+
+    def _start(self, bin_dir: Path, assets: Path, options: Options) -> State:
+        d = self.directory
+        for sub in ("pki", "logs", "etcd", "users", "apiserver"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        pki_dir = d / "pki"
+        ca = pki.make_ca(pki_dir)
+        serving_cert, serving_key = pki.make_serving_cert(
+            pki_dir, "serving", ca, ["127.0.0.1", "localhost"]
+        )
+        sa_key, sa_pub = pki.make_service_account_keys(pki_dir)
+        ca_file = pki_dir / "ca.crt"
+
+        tokens = {name: secrets.token_hex(16) for name in ("admin", *manifests.USERS)}
+        token_lines = [f'{tokens["admin"]},admin,admin,"system:masters"']
+        token_lines += [f"{tokens[u]},{u},{u}," for u in manifests.USERS]
+        (pki_dir / "tokens.csv").write_text("\n".join(token_lines) + "\n")
+        (pki_dir / "tokens.csv").chmod(0o600)
+
+        ports = {
+            name: processes.free_port()
+            for name in (
+                "etcd",
+                "etcd-peer",
+                "apiserver",
+                "controller-manager",
+                "scheduler",
+                "kwok",
+            )
+        }
+        server = f"https://127.0.0.1:{ports['apiserver']}"
+        admin_kubeconfig = d / "kubeconfig"
+        kube.write_kubeconfig(
+            admin_kubeconfig, server, ca_file, "admin", tokens["admin"], "default"
+        )
+        users = {}
+        for user in manifests.USERS:
+            path = d / "users" / f"{user}.kubeconfig"
+            kube.write_kubeconfig(path, server, ca_file, user, tokens[user], user)
+            users[user] = str(path)
+
+        runner_nodes = options.runner_pool.names() if options.runner_pool else []
+        gpu_nodes = options.gpu_pool.names() if options.gpu_pool else []
+        state = State(
+            directory=str(d),
+            server=server,
+            kubeconfig=str(admin_kubeconfig),
+            users=users,
+            tokens=tokens,
+            runner_nodes=runner_nodes,
+            gpu_nodes=gpu_nodes,
+        )
+
+        def launch(name: str, argv: list[str], **kwargs: Any) -> None:
+            pid = processes.start(
+                argv, d / "logs" / f"{name}.log", tie_to_parent=options.tie_to_parent, **kwargs
+            )
+            state.processes[name] = {"pid": pid, "argv0": argv[0]}
+            state.save()  # saved at once, so `down` finds whatever was started
+
+        def died() -> str | None:
+            for name, info in state.processes.items():
+                if not processes.is_running(info["pid"], info["argv0"]):
+                    log = processes.log_tail(d / "logs" / f"{name}.log")
+                    return f"{name} exited:\n{log}"
+            return None
+
+        launch(
+            "etcd",
+            [
+                str(bin_dir / "etcd"),
+                "--name=default",
+                f"--data-dir={d / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{ports['etcd']}",
+                f"--advertise-client-urls=http://127.0.0.1:{ports['etcd']}",
+                f"--listen-peer-urls=http://127.0.0.1:{ports['etcd-peer']}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{ports['etcd-peer']}",
+                f"--initial-cluster=default=http://127.0.0.1:{ports['etcd-peer']}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+        processes.wait_until(
+            lambda: b'"health":"true"' in _http_get(f"http://127.0.0.1:{ports['etcd']}/health"),
+            60,
+            "etcd health",
+            alive=died,
+        )
+
+        launch(
+            "kube-apiserver",
+            [
+                str(bin_dir / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={ports['apiserver']}",
+                f"--cert-dir={d / 'apiserver'}",
+                f"--tls-cert-file={serving_cert}",
+                f"--tls-private-key-file={serving_key}",
+                f"--client-ca-file={ca_file}",
+                f"--token-auth-file={pki_dir / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa_pub}",
+                f"--service-account-signing-key-file={sa_key}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--endpoint-reconciler-type=none",
+                # kwok gives nodes a Hostname address (the node name) that does not resolve.
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--feature-gates={FEATURE_GATES}",
+                f"--runtime-config={RUNTIME_CONFIG}",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+            ],
+        )
+        admin_token = tokens["admin"]
+        processes.wait_until(
+            lambda: _http_get(f"{server}/readyz", ca_file, admin_token) == b"ok",
+            120,
+            "kube-apiserver /readyz",
+            alive=died,
+        )
+
+        api = kube.api_client(admin_kubeconfig)
+        kube.apply(
+            api,
+            _yaml_documents(
+                [assets / "kwok.x-k8s.io_logs.yaml", assets / "kwok.x-k8s.io_portforwards.yaml"]
+            ),
+        )
+        kube.apply(api, manifests.cluster_objects())
+
+        launch(
+            "kube-controller-manager",
+            [
+                str(bin_dir / "kube-controller-manager"),
+                f"--kubeconfig={admin_kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports['controller-manager']}",
+                f"--cert-dir={d / 'apiserver'}",
+                f"--service-account-private-key-file={sa_key}",
+                f"--root-ca-file={ca_file}",
+                f"--feature-gates={FEATURE_GATES}",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+            ],
+        )
+        launch(
+            "kube-scheduler",
+            [
+                str(bin_dir / "kube-scheduler"),
+                f"--kubeconfig={admin_kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports['scheduler']}",
+                f"--cert-dir={d / 'apiserver'}",
+                f"--feature-gates={FEATURE_GATES}",
+            ],
+        )
+        kwok_config = d / "kwok.yaml"
+        kwokconfig.write_config(
+            kwok_config,
+            [assets / "node-initialize.yaml", assets / "node-heartbeat-with-lease.yaml"],
+            runner_nodes,
+            d / "logs" / "simulated-pod.log",
+        )
+        launch(
+            "kwok",
+            [
+                str(bin_dir / "kwok"),
+                f"--kubeconfig={admin_kubeconfig}",
+                f"--config={kwok_config}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                f"--cidr={KWOK_POD_CIDR}",
+                "--node-ip=127.0.0.1",
+                f"--node-port={ports['kwok']}",
+                f"--server-address=127.0.0.1:{ports['kwok']}",
+                f"--tls-cert-file={serving_cert}",
+                f"--tls-private-key-file={serving_key}",
+                "--enable-crds=Logs,PortForward",
+                "--node-lease-duration-seconds=40",
+            ],
+        )
+
+        nodes: list[dict[str, Any]] = []
+        if options.gpu_pool:
+            nodes += [manifests.node(n, options.gpu_pool) for n in gpu_nodes]
+        if options.runner_pool:
+            nodes += [manifests.node(n, options.runner_pool, runner=True) for n in runner_nodes]
+        kube.apply(api, nodes)
+        core = kube.core(api)
+        processes.wait_until(
+            lambda: _ready_nodes(core) >= set(gpu_nodes + runner_nodes),
+            120,
+            "nodes Ready (kwok)",
+            alive=died,
+        )
+        processes.wait_until(
+            lambda: all(_has_default_sa(core, ns) for ns in manifests.NAMESPACES),
+            60,
+            "default service accounts",
+            alive=died,
+        )
+        for name in ("controller-manager", "scheduler"):
+            url = f"https://127.0.0.1:{ports[name]}/healthz"
+            processes.wait_until(
+                lambda url=url: _http_get(url) == b"ok",  # type: ignore[misc]
+                60,
+                f"kube-{name} /healthz",
+                alive=died,
+            )
+        if runner_nodes:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]
+            )
+            launch(
+                "pod-runner",
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.cluster.runner",
+                    f"--dir={d}",
+                    f"--kubeconfig={admin_kubeconfig}",
+                    f"--pod-net={RUNNER_POD_NET}",
+                    "--nodes",
+                    *runner_nodes,
+                ],
+                env=env,
+                cwd=REPO_ROOT,
+            )
+            ready_file = d / "runner" / "ready"
+            processes.wait_until(ready_file.is_file, 60, "pod runner", alive=died)
+        return state
+
+
+def _http_get(url: str, ca_file: Path | None = None, token: str | None = None) -> bytes:
+    if ca_file is None:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # components' self-signed health endpoints
+    else:
+        context = ssl.create_default_context(cafile=str(ca_file))
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=5, context=context) as response:
+        return bytes(response.read())
+
+
+def _yaml_documents(paths: list[Path]) -> list[dict[str, Any]]:
+    return [doc for path in paths for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _ready_nodes(core: Any) -> set[str]:
+    ready = set()
+    for item in core.list_node().items:
+        for condition in item.status.conditions or []:
+            if condition.type == "Ready" and condition.status == "True":
+                ready.add(item.metadata.name)
+    return ready
+
+
+def _has_default_sa(core: Any, namespace: str) -> bool:
+    core.read_namespaced_service_account("default", namespace)
+    return True

@@ -1,0 +1,188 @@
+"""kwok's configuration: Stages that drive simulated pods on the GPU nodes.
+
+Pods there start Running at once and stay Running until deleted, unless they carry
+`RUN_FOR` (a Go duration): then they finish that long after starting, Succeeded or,
+with a non-zero `EXIT_CODE`, Failed. Pods on runner nodes match no pod Stage: the pod
+runner owns their status. Node Stages are kwok's own, copied from its module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RUN_FOR = "jupyter-pai.test/run-for"
+EXIT_CODE = "jupyter-pai.test/exit-code"
+
+_POD = {"apiGroup": "v1", "kind": "Pod"}
+
+_RUNNING_TEMPLATE = """\
+{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: ContainersReady
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: PodScheduled
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: true
+  started: true
+  restartCount: 0
+  state:
+    running:
+      startedAt: {{ $now | Quote }}
+{{ end }}
+{{ $hostIPs := NodeIPsWith .spec.nodeName }}
+{{ with $hostIPs }}
+hostIP: {{ index . 0 | Quote }}
+hostIPs:
+{{ range . }}
+- ip: {{ . | Quote }}
+{{ end }}
+{{ end }}
+{{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) \
+( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+{{ with $podIPs }}
+podIP: {{ index . 0 | Quote }}
+podIPs:
+{{ range . }}
+- ip: {{ . | Quote }}
+{{ end }}
+{{ end }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
+
+_FINISHED_TEMPLATE = """\
+{{ $now := Now }}
+{{ $code := or (index .metadata.annotations "EXIT_ANNOTATION") "0" }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  type: Ready
+  reason: PodCompleted
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  type: ContainersReady
+  reason: PodCompleted
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    terminated:
+      exitCode: {{ $code }}
+      finishedAt: {{ $now | Quote }}
+      reason: {{ if eq $code "0" }}Completed{{ else }}Error{{ end }}
+      startedAt: {{ $now | Quote }}
+{{ end }}
+phase: {{ if eq $code "0" }}Succeeded{{ else }}Failed{{ end }}
+""".replace("EXIT_ANNOTATION", EXIT_CODE)
+
+
+def _not_on(runner_nodes: list[str]) -> list[dict[str, Any]]:
+    if not runner_nodes:
+        return []
+    return [{"key": ".spec.nodeName", "operator": "NotIn", "values": runner_nodes}]
+
+
+def pod_stages(runner_nodes: list[str]) -> list[dict[str, Any]]:
+    exclude = _not_on(runner_nodes)
+    alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+    return [
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Stage",
+            "metadata": {"name": "pod-ready"},
+            "spec": {
+                "resourceRef": _POD,
+                "selector": {
+                    "matchExpressions": [
+                        alive,
+                        {"key": ".status.podIP", "operator": "DoesNotExist"},
+                        *exclude,
+                    ]
+                },
+                "next": {
+                    "event": {
+                        "type": "Normal",
+                        "reason": "Started",
+                        "message": "Started container (simulated by kwok)",
+                    },
+                    "statusTemplate": _RUNNING_TEMPLATE,
+                },
+            },
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Stage",
+            "metadata": {"name": "pod-finish"},
+            "spec": {
+                "resourceRef": _POD,
+                "selector": {
+                    "matchExpressions": [
+                        alive,
+                        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                        {"key": f'.metadata.annotations["{RUN_FOR}"]', "operator": "Exists"},
+                        *exclude,
+                    ]
+                },
+                "delay": {
+                    "durationMilliseconds": 0,
+                    "durationFrom": {"expressionFrom": f'.metadata.annotations["{RUN_FOR}"]'},
+                },
+                "next": {"statusTemplate": _FINISHED_TEMPLATE},
+            },
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Stage",
+            "metadata": {"name": "pod-delete"},
+            "spec": {
+                "resourceRef": _POD,
+                "selector": {
+                    "matchExpressions": [
+                        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                        *exclude,
+                    ]
+                },
+                "next": {"delete": True},
+            },
+        },
+    ]
+
+
+def default_logs(empty_log: Path) -> dict[str, Any]:
+    """Simulated pods log nothing (an empty file) rather than failing a log request."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterLogs",
+        "metadata": {"name": "simulated-pods"},
+        "spec": {"logs": [{"logsFile": str(empty_log), "follow": True}]},
+    }
+
+
+def write_config(
+    path: Path, node_stage_files: list[Path], runner_nodes: list[str], empty_log: Path
+) -> None:
+    empty_log.touch()
+    documents: list[Any] = [default_logs(empty_log)]
+    for stage_file in node_stage_files:
+        documents += [d for d in yaml.safe_load_all(stage_file.read_text()) if d]
+    documents += pod_stages(runner_nodes)
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))

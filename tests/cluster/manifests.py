@@ -1,0 +1,189 @@
+"""The objects a fresh test cluster is filled with: users' namespaces and RBAC, the
+virtual-cluster priority classes and quotas, and simulated nodes. Plain dicts, so the
+same builders serve `up`, the fixture and the tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Manifest = dict[str, Any]
+
+# kwok manages (heartbeats, serves logs for) every node carrying this annotation.
+KWOK_NODE_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+POOL_LABEL = "jupyter-pai.test/pool"
+RUNNER_LABEL = "jupyter-pai.test/runner"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+USERS = ("alice", "bob")
+# Virtual clusters: a PriorityClass names the VC a pod runs in; a ResourceQuota scoped
+# to that class in each namespace caps the VC's GPUs (None = no cap).
+VIRTUAL_CLUSTERS: dict[str, int | None] = {"default": None, "research": 8}
+VC_PRIORITY_PREFIX = "vc-"
+NAMESPACES = ("default", *USERS)
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """A pool of identical simulated nodes."""
+
+    pool: str
+    count: int
+    gpus: int
+    cpu: str = "64"
+    memory: str = "512Gi"
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        return [f"{self.pool}-{i}" for i in range(self.count)]
+
+
+DEFAULT_GPU_POOL = NodeShape(pool="gpu", count=4, gpus=8)
+DEFAULT_RUNNER_POOL = NodeShape(pool="runner", count=1, gpus=4, cpu="16", memory="64Gi")
+
+
+def node(name: str, shape: NodeShape, *, runner: bool = False) -> Manifest:
+    capacity = {"cpu": shape.cpu, "memory": shape.memory, "pods": "110"}
+    if shape.gpus:
+        capacity[GPU_RESOURCE] = str(shape.gpus)
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+        POOL_LABEL: shape.pool,
+        **shape.labels,
+    }
+    if runner:
+        labels[RUNNER_LABEL] = "true"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": dict(KWOK_NODE_ANNOTATION)},
+        "spec": {},
+        "status": {"capacity": capacity, "allocatable": dict(capacity)},
+    }
+
+
+def namespace(name: str) -> Manifest:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def vc_priority_class(vc: str) -> Manifest:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": VC_PRIORITY_PREFIX + vc},
+        "value": 0,
+        "preemptionPolicy": "Never",
+        "globalDefault": False,
+        "description": f"virtual cluster {vc}",
+    }
+
+
+def vc_quota(vc: str, gpus: int, ns: str) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": VC_PRIORITY_PREFIX + vc, "namespace": ns},
+        "spec": {
+            "hard": {f"requests.{GPU_RESOURCE}": str(gpus)},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {
+                        "scopeName": "PriorityClass",
+                        "operator": "In",
+                        "values": [VC_PRIORITY_PREFIX + vc],
+                    }
+                ]
+            },
+        },
+    }
+
+
+_ALL = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+_READ = ["get", "list", "watch"]
+
+USER_ROLE: Manifest = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRole",
+    "metadata": {"name": "jupyter-pai-user"},
+    "rules": [
+        {
+            "apiGroups": [""],
+            "resources": [
+                "pods",
+                "pods/log",
+                "pods/portforward",
+                "pods/exec",
+                "services",
+                "endpoints",
+                "configmaps",
+                "secrets",
+                "events",
+                "persistentvolumeclaims",
+            ],
+            "verbs": _ALL,
+        },
+        {"apiGroups": [""], "resources": ["resourcequotas", "serviceaccounts"], "verbs": _READ},
+        {"apiGroups": ["batch"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": _READ},
+        {
+            "apiGroups": ["scheduling.k8s.io"],
+            "resources": ["workloads", "podgroups", "podgroups/status"],
+            "verbs": _ALL,
+        },
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
+    ],
+}
+
+CLUSTER_READER: Manifest = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRole",
+    "metadata": {"name": "jupyter-pai-cluster-reader"},
+    "rules": [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": _READ},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": _READ},
+    ],
+}
+
+
+def user_bindings(user: str) -> list[Manifest]:
+    subject = [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "jupyter-pai-user", "namespace": user},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "jupyter-pai-user",
+            },
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"jupyter-pai-cluster-reader-{user}"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "jupyter-pai-cluster-reader",
+            },
+            "subjects": subject,
+        },
+    ]
+
+
+def cluster_objects() -> list[Manifest]:
+    """Everything `up` creates before nodes: namespaces, VCs and users' rights."""
+    objects: list[Manifest] = [namespace(ns) for ns in USERS]
+    objects += [vc_priority_class(vc) for vc in VIRTUAL_CLUSTERS]
+    for vc, gpus in VIRTUAL_CLUSTERS.items():
+        if gpus is not None:
+            objects += [vc_quota(vc, gpus, ns) for ns in NAMESPACES]
+    objects += [USER_ROLE, CLUSTER_READER]
+    for user in USERS:
+        objects += user_bindings(user)
+    return objects

@@ -1,0 +1,164 @@
+"""A container's environment and command line, resolved as the kubelet would: plain
+values with $(VAR) expansion, field and resource references, ConfigMap and Secret keys,
+and envFrom."""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+Obj = dict[str, Any]
+# Reads a ConfigMap or Secret: (kind, namespace, name) -> its data, or None if absent.
+Lookup = Callable[[str, str, str], dict[str, str] | None]
+
+_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+class EnvError(Exception):
+    """A reference that cannot be resolved (the kubelet reports CreateContainerConfigError)."""
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes $(VAR) expansion: defined names are replaced, `$$` escapes a `$`."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return env.get(name, match.group(0))
+
+    return _REF.sub(replace, text)
+
+
+def _field(pod: Obj, path: str) -> str:
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
+    subscript = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
+    if subscript:
+        return str((meta.get(subscript.group(1)) or {}).get(subscript.group(2), ""))
+    if path in ("metadata.labels", "metadata.annotations"):
+        items = meta.get(path.split(".")[1]) or {}
+        return "\n".join(f'{k}="{v}"' for k, v in sorted(items.items()))
+    simple = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.podIP": status.get("podIP"),
+        "status.hostIP": status.get("hostIP"),
+        "status.podIPs": ",".join(ip["ip"] for ip in status.get("podIPs") or []),
+        "status.hostIPs": ",".join(ip["ip"] for ip in status.get("hostIPs") or []),
+    }
+    if path not in simple:
+        raise EnvError(f"unsupported fieldRef {path!r}")
+    return str(simple[path] or "")
+
+
+_SUFFIXES = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+}
+
+
+def quantity(text: str) -> float:
+    match = re.fullmatch(r"([0-9.eE+-]+?)([a-zA-Z]*)", str(text))
+    if not match:
+        raise EnvError(f"bad quantity {text!r}")
+    number, suffix = match.groups()
+    return float(number) * _SUFFIXES.get(suffix, 1)
+
+
+def _resource(container: Obj, ref: Obj) -> str:
+    kind, _, name = ref["resource"].partition(".")
+    value = ((container.get("resources") or {}).get(kind) or {}).get(name)
+    if value is None:  # the kubelet falls back to node allocatable; "0" is good enough here
+        return "0"
+    divisor = quantity(ref.get("divisor") or "1")
+    return str(math.ceil(quantity(value) / divisor))
+
+
+def _key(lookup: Lookup, kind: str, namespace: str, ref: Obj) -> str | None:
+    data = lookup(kind, namespace, ref["name"])
+    if data is None or ref["key"] not in data:
+        if ref.get("optional"):
+            return None
+        raise EnvError(f"{kind} {ref['name']!r} key {ref['key']!r} not found")
+    return data[ref["key"]]
+
+
+def container_env(pod: Obj, container: Obj, lookup: Lookup) -> dict[str, str]:
+    """The variables the container sees, in Kubernetes' order: envFrom, then env."""
+    namespace = pod["metadata"]["namespace"]
+    env: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        prefix = source.get("prefix", "")
+        for kind, field in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            if field in source:
+                ref = source[field]
+                data = lookup(kind, namespace, ref["name"])
+                if data is None:
+                    if ref.get("optional"):
+                        continue
+                    raise EnvError(f"{kind} {ref['name']!r} not found")
+                env.update({prefix + k: v for k, v in data.items()})
+    for var in container.get("env") or []:
+        name, source = var["name"], var.get("valueFrom")
+        if source is None:
+            env[name] = expand(var.get("value") or "", env)
+        elif "fieldRef" in source:
+            env[name] = _field(pod, source["fieldRef"]["fieldPath"])
+        elif "resourceFieldRef" in source:
+            env[name] = _resource(container, source["resourceFieldRef"])
+        elif "configMapKeyRef" in source:
+            value = _key(lookup, "ConfigMap", namespace, source["configMapKeyRef"])
+            if value is not None:
+                env[name] = value
+        elif "secretKeyRef" in source:
+            value = _key(lookup, "Secret", namespace, source["secretKeyRef"])
+            if value is not None:
+                env[name] = value
+    return env
+
+
+def container_argv(container: Obj, env: dict[str, str]) -> list[str]:
+    """command + args with $(VAR) expanded; empty when the image's entrypoint would run."""
+    return [
+        expand(part, env)
+        for part in (container.get("command") or []) + (container.get("args") or [])
+    ]
+
+
+def api_lookup(core: Any) -> Lookup:
+    """A Lookup reading ConfigMaps and Secrets through a CoreV1Api."""
+
+    def lookup(kind: str, namespace: str, name: str) -> dict[str, str] | None:
+        try:
+            if kind == "ConfigMap":
+                cm = core.read_namespaced_config_map(name, namespace)
+                return dict(cm.data or {})
+            secret = core.read_namespaced_secret(name, namespace)
+            return {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    return lookup

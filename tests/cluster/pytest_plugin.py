@@ -1,0 +1,100 @@
+"""pytest fixture `kube_cluster`: one real control plane per test session.
+
+Use it with `pytest_plugins = ["tests.cluster.pytest_plugin"]`. A cluster that cannot
+start fails the tests (never skips). `JUPYTER_PAI_TEST_CLUSTER_DIR` points at a cluster
+already started with `python -m tests.cluster up --dir …` to reuse it (not torn down).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import controlplane, kube, manifests
+
+
+@dataclass
+class TestCluster:
+    state: controlplane.State
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.state.kubeconfig)
+
+    @property
+    def user_kubeconfigs(self) -> dict[str, Path]:
+        return {user: Path(path) for user, path in self.state.users.items()}
+
+    @property
+    def runner_nodes(self) -> list[str]:
+        return list(self.state.runner_nodes)
+
+    @property
+    def gpu_nodes(self) -> list[str]:
+        return list(self.state.gpu_nodes)
+
+    def api(self, user: str | None = None) -> Any:
+        """A `kubernetes.client.ApiClient` as the admin, or as a restricted user."""
+        return kube.api_client(self.user_kubeconfigs[user] if user else self.kubeconfig)
+
+    def core(self, user: str | None = None) -> Any:
+        """CoreV1Api as the admin or `user`."""
+        return kube.core(self.api(user))
+
+    def batch(self, user: str | None = None) -> Any:
+        return kube.batch(self.api(user))
+
+    def custom(self, user: str | None = None) -> Any:
+        return kube.custom(self.api(user))
+
+    def add_nodes(self, shape: manifests.NodeShape, timeout: float = 60) -> list[str]:
+        """Add simulated nodes `<pool>-<i>` labelled `jupyter-pai.test/pool=<pool>`;
+        pods choose them with that label as node selector."""
+        api = self.api()
+        names = shape.names()
+        kube.apply(api, [manifests.node(name, shape) for name in names])
+        core = kube.core(api)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = {
+                node.metadata.name
+                for node in core.list_node(
+                    label_selector=f"{manifests.POOL_LABEL}={shape.pool}"
+                ).items
+                for cond in node.status.conditions or []
+                if cond.type == "Ready" and cond.status == "True"
+            }
+            if ready >= set(names):
+                return names
+            time.sleep(0.25)
+        raise TimeoutError(f"nodes {names} not Ready after {timeout}s")
+
+    def remove_nodes(self, pool: str) -> None:
+        core = self.core()
+        nodes = core.list_node(label_selector=f"{manifests.POOL_LABEL}={pool}").items
+        kube.delete_nodes(self.api(), [n.metadata.name for n in nodes])
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestCluster]:
+    reuse = os.environ.get("JUPYTER_PAI_TEST_CLUSTER_DIR")
+    if reuse:
+        plane = controlplane.ControlPlane(Path(reuse))
+        state = controlplane.State.load(plane.directory)
+        status = plane.status()
+        if state is None or not status or not all(status.values()):
+            raise RuntimeError(f"no running cluster in {reuse}: {status}")
+        yield TestCluster(state)
+        return
+    plane = controlplane.ControlPlane(tmp_path_factory.mktemp("kube-cluster"))
+    state = plane.up(controlplane.Options(tie_to_parent=True))
+    try:
+        yield TestCluster(state)
+    finally:
+        plane.down()

@@ -1,0 +1,498 @@
+"""The pod runner: pods bound to runner nodes really run, as local processes.
+
+It watches pods on its nodes, gives each a loopback pod IP, runs each container's
+command with the pod's environment in a directory per pod, writes the output as CRI
+logs that kwok serves through the API server (a kwok `Logs` object per pod), exposes
+declared container ports to port-forward (a kwok `PortForward` object per pod), and
+reports the pod's life in its status. Deleting the pod stops its processes (SIGTERM,
+then SIGKILL after the grace period). kwok's Stages leave these pods alone.
+
+Run by `up` as `python -m tests.cluster.runner`; one thread handles every event, so the
+bookkeeping needs no locks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from . import crilog, hostsfile, kube, podenv, processes
+
+log = logging.getLogger("pod-runner")
+_Watch: Any = watch.Watch
+Obj = dict[str, Any]
+KWOK_GROUP, KWOK_VERSION = "kwok.x-k8s.io", "v1alpha1"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Container:
+    name: str
+    image: str
+    argv: list[str]
+    env: dict[str, str]
+    log: crilog.CriLogWriter
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: str = ""
+    exit_code: int | None = None
+    finished_at: str = ""
+    restarts: int = 0
+    last_exit: Obj | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.exit_code is None
+
+
+@dataclass
+class PodRun:
+    uid: str
+    namespace: str
+    name: str
+    ip: str
+    workdir: Path
+    restart_policy: str
+    grace: int
+    containers: dict[str, Container] = field(default_factory=dict)
+    hostnames: list[str] = field(default_factory=list)
+    start_time: str = ""
+    deleting: bool = False
+    finished: bool = False
+
+
+class Runner:
+    def __init__(self, directory: Path, kubeconfig: Path, pod_net: str, nodes: list[str]):
+        self.directory = directory
+        self.kubeconfig = kubeconfig
+        self.pod_net = pod_net
+        self.nodes = nodes
+        self.api = kube.api_client(kubeconfig)
+        self.core = kube.core(self.api)
+        self.custom = kube.custom(self.api)
+        self.lookup = podenv.api_lookup(self.core)
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.pods: dict[str, PodRun] = {}
+        self.next_ip = 1
+        self.marker = hostsfile.marker(directory)
+        self.apiserver_port = str(self.api.configuration.host.rsplit(":", 1)[1])
+
+    # -- main loop --------------------------------------------------------------------
+
+    def run(self) -> None:
+        for node in self.nodes:
+            threading.Thread(target=self._watch, args=(node,), daemon=True).start()
+        ready = self.directory / "runner" / "ready"
+        ready.parent.mkdir(parents=True, exist_ok=True)
+        ready.write_text(str(os.getpid()))
+        while True:
+            kind, payload = self.events.get()
+            if kind == "stop":
+                break
+            try:
+                getattr(self, f"_on_{kind}")(*payload)
+            except Exception:  # one bad pod must not stop the runner
+                log.exception("handling %s failed", kind)
+        self._shutdown()
+
+    def stop(self) -> None:
+        self.events.put(("stop", ()))
+
+    def _watch(self, node: str) -> None:
+        api = kube.api_client(self.kubeconfig)
+        core = kube.core(api)
+        selector = f"spec.nodeName={node}"
+        while True:
+            try:
+                listing = core.list_pod_for_all_namespaces(field_selector=selector)
+                for pod in listing.items:
+                    self.events.put(("pod", ("ADDED", api.sanitize_for_serialization(pod))))
+                stream = _Watch().stream(
+                    core.list_pod_for_all_namespaces,
+                    field_selector=selector,
+                    resource_version=listing.metadata.resource_version,
+                    timeout_seconds=300,
+                )
+                for event in stream:
+                    pod = api.sanitize_for_serialization(event["object"])
+                    self.events.put(("pod", (event["type"], pod)))
+            except Exception as error:  # 410 Gone, a dropped connection: list again
+                log.info("watch on %s restarts: %s", node, error)
+                time.sleep(1)
+
+    # -- pod events -------------------------------------------------------------------
+
+    def _on_pod(self, kind: str, pod: Obj) -> None:
+        meta = pod["metadata"]
+        uid = meta["uid"]
+        run = self.pods.get(uid)
+        if kind == "DELETED":
+            if run is not None:
+                self._kill(run, signal.SIGKILL)
+                self._forget(run)
+            return
+        if meta.get("deletionTimestamp"):
+            if run is None or not any(c.running for c in run.containers.values()):
+                self._finish_delete(pod, run)
+            elif not run.deleting:
+                run.deleting = True
+                grace = meta.get("deletionGracePeriodSeconds")
+                self._kill(run, signal.SIGTERM)
+                timer = threading.Timer(
+                    run.grace if grace is None else grace,
+                    self.events.put,
+                    args=(("deadline", (uid,)),),
+                )
+                timer.daemon = True
+                timer.start()
+            return
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if run is None and phase == "Pending":
+            self._start(pod)
+
+    def _on_deadline(self, uid: str) -> None:
+        run = self.pods.get(uid)
+        if run is not None:
+            self._kill(run, signal.SIGKILL)
+
+    def _on_exit(self, uid: str, name: str, code: int) -> None:
+        run = self.pods.get(uid)
+        if run is None:
+            return
+        container = run.containers[name]
+        container.exit_code, container.finished_at = code, _now()
+        policy = run.restart_policy
+        if not run.deleting and (policy == "Always" or (policy == "OnFailure" and code != 0)):
+            container.last_exit = self._terminated(container)
+            delay = min(30.0, 2.0**container.restarts)
+            container.restarts += 1
+            timer = threading.Timer(delay, self.events.put, args=(("restart", (uid, name)),))
+            timer.daemon = True
+            timer.start()
+            self._patch_status(run)
+            return
+        if any(c.running for c in run.containers.values()):
+            self._patch_status(run)
+            return
+        if run.deleting:
+            self._finish_delete(None, run)
+        else:
+            run.finished = True
+            self._patch_status(run)
+            self._update_hosts()
+
+    def _on_restart(self, uid: str, name: str) -> None:
+        run = self.pods.get(uid)
+        if run is not None and not run.deleting:
+            self._spawn(run, run.containers[name])
+            self._patch_status(run)
+
+    # -- starting and stopping --------------------------------------------------------
+
+    def _allocate_ip(self) -> str:
+        used = {run.ip for run in self.pods.values()}
+        while True:
+            n, self.next_ip = self.next_ip, self.next_ip % 65000 + 1
+            ip = f"{self.pod_net}.{n >> 8}.{n & 255}"
+            if ip not in used and n & 255 not in (0, 255):
+                return ip
+
+    def _start(self, pod: Obj) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        ip = self._allocate_ip()
+        pod.setdefault("status", {}).update(
+            podIP=ip, podIPs=[{"ip": ip}], hostIP="127.0.0.1", hostIPs=[{"ip": "127.0.0.1"}]
+        )
+        workdir = self.directory / "runner" / "pods" / f"{meta['namespace']}_{meta['name']}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        run = PodRun(
+            uid=meta["uid"],
+            namespace=meta["namespace"],
+            name=meta["name"],
+            ip=ip,
+            workdir=workdir,
+            restart_policy=spec.get("restartPolicy", "Always"),
+            grace=int(spec.get("terminationGracePeriodSeconds") or 30),
+            hostnames=hostsfile.pod_names(
+                meta["name"], meta["namespace"], spec.get("hostname"), spec.get("subdomain")
+            ),
+            start_time=_now(),
+        )
+        try:
+            for item in spec["containers"]:
+                env = self._base_env(pod, run) | podenv.container_env(pod, item, self.lookup)
+                run.containers[item["name"]] = Container(
+                    name=item["name"],
+                    image=item.get("image", ""),
+                    argv=podenv.container_argv(item, env),
+                    env=env,
+                    log=crilog.CriLogWriter(workdir / f"{item['name']}.log"),
+                )
+        except (podenv.EnvError, ApiException) as error:
+            self._config_error(pod, str(error))
+            return
+        self.pods[run.uid] = run
+        self._create_kwok_objects(pod, run)
+        if spec.get("initContainers"):
+            log.warning("%s/%s: init containers are not run", run.namespace, run.name)
+        for container in run.containers.values():
+            self._spawn(run, container)
+        self._patch_status(run)
+        self._update_hosts()
+
+    def _base_env(self, pod: Obj, run: PodRun) -> dict[str, str]:
+        # The host's PATH with this interpreter first, so `python` in a pod is the
+        # test session's Python (with the project installed).
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        return {
+            "PATH": path,
+            "HOME": str(run.workdir),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "HOSTNAME": pod["spec"].get("hostname") or run.name,
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": self.apiserver_port,
+        }
+
+    def _spawn(self, run: PodRun, container: Container) -> None:
+        container.exit_code, container.started_at, container.finished_at = None, _now(), ""
+        if not container.argv:
+            # No command: the image's entrypoint is unknown here, so the container
+            # idles (Running) until the pod is deleted.
+            container.proc = None
+            return
+        try:
+            proc = subprocess.Popen(
+                container.argv,
+                cwd=run.workdir,
+                env=container.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=processes.die_with_parent,  # no pod outlives a killed runner
+            )
+        except OSError as error:
+            container.log.write("stderr", f"exec {container.argv[0]}: {error}".encode())
+            self.events.put(("exit", (run.uid, container.name, 127)))
+            return
+        container.proc = proc
+        pumps = [
+            threading.Thread(target=container.log.pump, args=(stream, pipe), daemon=True)
+            for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr))
+        ]
+        for pump in pumps:
+            pump.start()
+
+        def wait() -> None:
+            code = proc.wait()
+            for pump in pumps:
+                pump.join()
+            # A signal death reads as 128+signal, as container runtimes report it.
+            self.events.put(("exit", (run.uid, container.name, 128 - code if code < 0 else code)))
+
+        threading.Thread(target=wait, daemon=True).start()
+
+    def _kill(self, run: PodRun, sig: signal.Signals) -> None:
+        for container in run.containers.values():
+            if container.running and container.proc is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(container.proc.pid, sig)
+            elif container.running and container.proc is None:
+                # An idle container "exits" at once.
+                self.events.put(("exit", (run.uid, container.name, 0)))
+                container.proc = None
+
+    def _finish_delete(self, pod: Obj | None, run: PodRun | None) -> None:
+        name = pod["metadata"]["name"] if pod else run.name if run else ""
+        namespace = pod["metadata"]["namespace"] if pod else run.namespace if run else ""
+        uid = pod["metadata"]["uid"] if pod else run.uid if run else ""
+        with contextlib.suppress(ApiException):
+            self.core.delete_namespaced_pod(
+                name,
+                namespace,
+                grace_period_seconds=0,
+                body=client.V1DeleteOptions(
+                    grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid)
+                ),
+            )
+        if run is not None:
+            self._forget(run)
+
+    def _forget(self, run: PodRun) -> None:
+        for container in run.containers.values():
+            container.log.close()
+        self.pods.pop(run.uid, None)
+        self._update_hosts()
+
+    def _shutdown(self) -> None:
+        for run in self.pods.values():
+            self._kill(run, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        for run in self.pods.values():
+            for container in run.containers.values():
+                if container.proc is not None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        container.proc.wait(max(0.1, deadline - time.monotonic()))
+            self._kill(run, signal.SIGKILL)
+        hostsfile.remove_block(self.marker)
+
+    # -- API writes -------------------------------------------------------------------
+
+    def _update_hosts(self) -> None:
+        entries = [
+            (run.ip, run.hostnames)
+            for run in self.pods.values()
+            if run.hostnames and not run.finished
+        ]
+        hostsfile.set_block(self.marker, entries)
+
+    def _create_kwok_objects(self, pod: Obj, run: PodRun) -> None:
+        meta = pod["metadata"]
+        owner = [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}]
+        metadata = {"name": meta["name"], "namespace": meta["namespace"], "ownerReferences": owner}
+        logs = [
+            {"containers": [c.name], "logsFile": str(run.workdir / f"{c.name}.log"), "follow": True}
+            for c in run.containers.values()
+        ]
+        objects = [("logs", "Logs", {"logs": logs})]
+        forwards: list[Obj] = [
+            {
+                "ports": [p["containerPort"]],
+                "target": {"address": run.ip, "port": p["containerPort"]},
+            }
+            for item in pod["spec"]["containers"]
+            for p in item.get("ports") or []
+        ]
+        if forwards:
+            objects.append(("portforwards", "PortForward", {"forwards": forwards}))
+        for plural, kind, spec in objects:
+            body = {
+                "apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}",
+                "kind": kind,
+                "metadata": metadata,
+                "spec": spec,
+            }
+            try:
+                self.custom.create_namespaced_custom_object(
+                    KWOK_GROUP, KWOK_VERSION, meta["namespace"], plural, body
+                )
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+
+    def _terminated(self, container: Container) -> Obj:
+        code = container.exit_code or 0
+        return {
+            "terminated": {
+                "exitCode": code,
+                "reason": "Completed" if code == 0 else "Error",
+                "startedAt": container.started_at,
+                "finishedAt": container.finished_at,
+                "containerID": f"runner://{container.proc.pid if container.proc else 0}",
+            }
+        }
+
+    def _container_status(self, container: Container) -> Obj:
+        running = container.running
+        status: Obj = {
+            "name": container.name,
+            "image": container.image,
+            "imageID": "",
+            "containerID": f"runner://{container.proc.pid if container.proc else 0}",
+            "ready": running,
+            "started": running,
+            "restartCount": container.restarts,
+            "state": (
+                {"running": {"startedAt": container.started_at}}
+                if running
+                else self._terminated(container)
+            ),
+        }
+        if container.last_exit:
+            status["lastState"] = container.last_exit
+        return status
+
+    def _patch_status(self, run: PodRun) -> None:
+        containers = list(run.containers.values())
+        all_running = all(c.running for c in containers)
+        if any(c.running for c in containers) or not run.finished:
+            phase = "Running"
+        else:
+            phase = "Succeeded" if all(c.exit_code == 0 for c in containers) else "Failed"
+        now = _now()
+        ready = "True" if all_running else "False"
+        status = {
+            "phase": phase,
+            "podIP": run.ip,
+            "podIPs": [{"ip": run.ip}],
+            "hostIP": "127.0.0.1",
+            "hostIPs": [{"ip": "127.0.0.1"}],
+            "startTime": run.start_time,
+            "conditions": [
+                {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                {"type": "Ready", "status": ready, "lastTransitionTime": now},
+                {"type": "ContainersReady", "status": ready, "lastTransitionTime": now},
+            ],
+            "containerStatuses": [self._container_status(c) for c in containers],
+        }
+        try:
+            self.core.patch_namespaced_pod_status(run.name, run.namespace, {"status": status})
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    def _config_error(self, pod: Obj, message: str) -> None:
+        meta = pod["metadata"]
+        statuses = [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}},
+            }
+            for c in pod["spec"]["containers"]
+        ]
+        with contextlib.suppress(ApiException):
+            self.core.patch_namespaced_pod_status(
+                meta["name"],
+                meta["namespace"],
+                {"status": {"phase": "Pending", "containerStatuses": statuses}},
+            )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster.runner")
+    parser.add_argument("--dir", type=Path, required=True)
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    parser.add_argument("--pod-net", required=True, help="first two octets, e.g. 127.73")
+    parser.add_argument("--nodes", nargs="+", required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    runner = Runner(args.dir, args.kubeconfig, args.pod_net, args.nodes)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: runner.stop())
+    runner.run()
+
+
+if __name__ == "__main__":
+    main()
