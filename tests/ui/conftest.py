@@ -94,7 +94,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
     }
-    log = open(base / "lab.log", "wb")  # noqa: SIM115 - closed at teardown
+    log = open(base / "lab.log", "wb")
     proc = subprocess.Popen(
         [
             sys.executable,
