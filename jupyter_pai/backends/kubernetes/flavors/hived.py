@@ -1,0 +1,108 @@
+"""HiveD: one pod per instance scheduled by ``hivedscheduler`` with OpenPAI's
+``pod-scheduling-spec`` annotation (virtual cluster, priority, SKU, affinity group = gang)
+and the priority class of ``extras.hivedScheduler.jobPriorityClass``. HiveD, not the GPU
+device plugin, picks the GPUs; the container sees them through the isolation annotation.
+
+A ConfigMap stands for the job (HiveD has no job object); stop deletes the pods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ....spec.protocol import PRIORITY_CLASSES, JobProtocol
+from ..naming import JobNames, base_labels
+from ..pods import Manifest, headless_service, pod_template, secret_manifest
+from .base import Built, Flavor, config_map_primary
+
+SCHEDULER = "hivedscheduler"
+SPEC_ANNOTATION = "hivedscheduler.microsoft.com/pod-scheduling-spec"
+ISOLATION_ANNOTATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
+ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
+
+
+def scheduling_spec(job: JobProtocol, names: JobNames, role: str) -> dict[str, Any]:
+    hived = job.extras.hived_scheduler
+    priority_class = hived.job_priority_class if hived else "test"
+    hr = hived.task_roles.get(role) if hived else None
+    spec = job.task_roles[role]
+
+    def group_of(r: str) -> str:
+        h = hived.task_roles.get(r) if hived else None
+        return (h.affinity_group_name if h else None) or "default"
+
+    group = group_of(role)
+    members_roles = [r for r in job.task_roles if group_of(r) == group]
+    if not job.gang_allocation:
+        group, members_roles = f"{group}-{names.roles[role]}", [role]
+    members = [
+        {
+            "podNumber": job.task_roles[r].instances,
+            "leafCellNumber": job.task_roles[r].resource_per_instance.gpu,
+        }
+        for r in members_roles
+    ]
+    out: dict[str, Any] = {
+        "virtualCluster": job.virtual_cluster,
+        "priority": PRIORITY_CLASSES[priority_class],
+        "leafCellNumber": spec.resource_per_instance.gpu,
+        "affinityGroup": {"name": f"{names.base}/{group}", "members": members},
+    }
+    if hr and hr.pinned_cell_id:
+        out["pinnedCellId"] = hr.pinned_cell_id
+    elif hr and hr.sku_type:
+        out["leafCellType"] = hr.sku_type
+    return out
+
+
+class HivedFlavor(Flavor):
+    name = "hived"
+
+    def build(self, job: JobProtocol, names: JobNames) -> Built:
+        labels = base_labels(names, job.virtual_cluster)
+        objects: list[Manifest] = [config_map_primary(job, names, self.name)]
+        secret = secret_manifest(job, names, labels)
+        if secret is not None:
+            objects.append(secret)
+        objects.append(headless_service(names, labels))
+        hived = job.extras.hived_scheduler
+        priority_class = f"pai-{hived.job_priority_class if hived else 'test'}"
+        for role, spec in job.task_roles.items():
+            annotation = yaml.safe_dump(scheduling_spec(job, names, role), sort_keys=True)
+            for i in range(spec.instances):
+                template = pod_template(
+                    job,
+                    names,
+                    self.options,
+                    role,
+                    index=i,
+                    peer_host=self.peer_host,
+                    scheduler_name=SCHEDULER,
+                    priority_class=priority_class,
+                    hostname=names.pod_host(role, i),
+                    subdomain=names.service,
+                    extra_annotations={SPEC_ANNOTATION: annotation},
+                    extra_limits={ENABLE_RESOURCE: "1"},
+                    gpu_in_resources=False,
+                    extra_env=[
+                        {
+                            "name": "NVIDIA_VISIBLE_DEVICES",
+                            "valueFrom": {
+                                "fieldRef": {
+                                    "fieldPath": f"metadata.annotations['{ISOLATION_ANNOTATION}']"
+                                }
+                            },
+                        }
+                    ],
+                )
+                objects.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": names.pod_host(role, i), **template["metadata"]},
+                        "spec": template["spec"],
+                    }
+                )
+        return Built(objects=objects, primary=0)

@@ -1,0 +1,71 @@
+"""The Kubernetes resource kinds the backend creates and watches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def core(self) -> bool:
+        return self.group == ""
+
+
+POD = Kind("v1", "Pod", "pods")
+EVENT = Kind("v1", "Event", "events")
+SERVICE = Kind("v1", "Service", "services")
+SECRET = Kind("v1", "Secret", "secrets")
+CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps")
+PVC = Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+RESOURCE_QUOTA = Kind("v1", "ResourceQuota", "resourcequotas")
+NODE = Kind("v1", "Node", "nodes", namespaced=False)
+BATCH_JOB = Kind("batch/v1", "Job", "jobs")
+PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
+GANG_POD_GROUP = Kind("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
+VOLCANO_JOB = Kind("batch.volcano.sh/v1alpha1", "Job", "jobs")
+VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+VOLCANO_QUEUE = Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", namespaced=False)
+VOLCANO_COMMAND = Kind("bus.volcano.sh/v1alpha1", "Command", "commands")
+JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets")
+KUEUE_LOCAL_QUEUE = Kind("kueue.x-k8s.io/v1beta1", "LocalQueue", "localqueues")
+
+BY_KIND = {
+    (k.api_version, k.kind): k
+    for k in (
+        POD,
+        EVENT,
+        SERVICE,
+        SECRET,
+        CONFIG_MAP,
+        PVC,
+        RESOURCE_QUOTA,
+        NODE,
+        BATCH_JOB,
+        PRIORITY_CLASS,
+        GANG_POD_GROUP,
+        VOLCANO_JOB,
+        VOLCANO_POD_GROUP,
+        VOLCANO_QUEUE,
+        VOLCANO_COMMAND,
+        JOBSET,
+        KUEUE_LOCAL_QUEUE,
+    )
+}
+
+
+def kind_of(manifest: dict[str, object]) -> Kind:
+    return BY_KIND[(str(manifest["apiVersion"]), str(manifest["kind"]))]
