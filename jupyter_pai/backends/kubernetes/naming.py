@@ -28,6 +28,8 @@ ANN_SPEC = f"{DOMAIN}/spec"
 ANN_NAMES = f"{DOMAIN}/names"
 ANN_STOP = f"{DOMAIN}/stop-requested"
 ANN_FLAVOR = f"{DOMAIN}/flavor"
+#: The completion policy's decision, recorded once the backend enforced it.
+ANN_OUTCOME = f"{DOMAIN}/outcome"
 
 #: Budget for the job's base name: pod host names ``<base>-<role>-<index>`` stay under 63.
 BASE_MAX = 30

@@ -1,0 +1,284 @@
+"""Kubernetes and Volcano state → OpenPAI's job and task states, and why a job waits.
+
+Pure functions over plain dicts (objects as the API returns them), so every rule is unit
+tested without a cluster. Task states come from pods (the truth on every flavour); the job
+state from OpenPAI's completion policy over the tasks, the stop mark, and the workload's
+own phase where it has one (Volcano)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ...spec.protocol import JobProtocol
+from ..completion import decide
+from ..models import JobState, TaskState
+from .naming import ANN_OUTCOME, ANN_STOP, JobNames
+
+Obj = dict[str, Any]
+
+VOLCANO_PHASES = {
+    "Pending": JobState.WAITING,
+    "Inqueue": JobState.WAITING,
+    "Running": JobState.RUNNING,
+    "Restarting": JobState.WAITING,
+    "Completing": JobState.RUNNING,
+    "Completed": JobState.SUCCEEDED,
+    "Terminating": JobState.RUNNING,
+    "Terminated": JobState.FAILED,
+    "Failed": JobState.FAILED,
+    "Aborting": JobState.STOPPING,
+    "Aborted": JobState.STOPPED,
+}
+
+
+@dataclass
+class Task:
+    role: str
+    index: int
+    state: TaskState = TaskState.WAITING
+    node: str | None = None
+    ip: str | None = None
+    gpus: int = 0
+    exit_code: int | None = None
+    exit_reason: str | None = None
+    retries: int = 0
+    started: datetime | None = None
+    completed: datetime | None = None
+    pod: str | None = None
+
+
+@dataclass
+class VcUsage:
+    """One virtual cluster's GPUs as the scheduler sees them."""
+
+    name: str
+    capacity: int | None  # None: no cap
+    used: int
+    state: str = "Open"
+
+
+@dataclass
+class JobView:
+    state: JobState
+    sub_state: str | None
+    tasks: list[Task]
+    retries: int = 0
+    exit_code: int | None = None
+    waiting_reason: str | None = None
+    launched: datetime | None = None
+    completed: datetime | None = None
+    active_pods: list[str] = field(default_factory=list)
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _terminated(pod: Obj) -> Obj | None:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        term = (cs.get("state") or {}).get("terminated")
+        if term:
+            return dict(term)
+    return None
+
+
+def _restarts(pod: Obj) -> int:
+    return sum(
+        int(cs.get("restartCount") or 0)
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []
+    )
+
+
+def pod_task_state(pod: Obj) -> TaskState:
+    phase = (pod.get("status") or {}).get("phase") or "Pending"
+    if phase == "Succeeded":
+        return TaskState.SUCCEEDED
+    if phase == "Failed":
+        return TaskState.FAILED
+    if phase == "Running":
+        return TaskState.RUNNING
+    return TaskState.WAITING
+
+
+def _created(pod: Obj) -> str:
+    return str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def tasks_from_pods(
+    job: JobProtocol,
+    names: JobNames,
+    pods: Sequence[tuple[str | None, int | None, Obj]],
+    *,
+    stopped: bool,
+) -> list[Task]:
+    """One task per instance in the spec, from the newest pod of each (role slug, index);
+    failed pods beyond the newest count as retries."""
+    by_slug = {slug: role for role, slug in names.roles.items()}
+    grouped: dict[tuple[str, int], list[Obj]] = {}
+    for role_slug, index, pod in pods:
+        role = by_slug.get(role_slug or "")
+        if role is None or index is None:
+            continue
+        grouped.setdefault((role, index), []).append(pod)
+    tasks = []
+    for role, spec in job.task_roles.items():
+        for i in range(spec.instances):
+            task = Task(role=role, index=i)
+            history = sorted(grouped.get((role, i), []), key=_created)
+            if history:
+                pod = history[-1]
+                status = pod.get("status") or {}
+                task.pod = pod["metadata"]["name"]
+                task.state = pod_task_state(pod)
+                task.node = (pod.get("spec") or {}).get("nodeName")
+                task.ip = status.get("podIP")
+                task.started = parse_time(status.get("startTime"))
+                task.retries = _restarts(pod) + sum(
+                    1 for p in history[:-1] if pod_task_state(p) == TaskState.FAILED
+                )
+                term = _terminated(pod)
+                if term is not None:
+                    task.exit_code = int(term.get("exitCode") or 0)
+                    task.exit_reason = term.get("reason")
+                    task.completed = parse_time(term.get("finishedAt"))
+                if task.state == TaskState.FAILED and task.retries < spec.task_retry_count:
+                    task.state = TaskState.WAITING  # the controller recreates it
+                    task.exit_reason = f"retrying after exit code {task.exit_code}"
+                if (pod.get("metadata") or {}).get("deletionTimestamp") and not task.state.terminal:
+                    task.state = TaskState.STOPPED if stopped else TaskState.WAITING
+                if task.state in (TaskState.RUNNING,) or task.state.terminal:
+                    task.gpus = spec.resource_per_instance.gpu
+            if stopped and not task.state.terminal and task.pod is None:
+                task.state = TaskState.STOPPED
+            tasks.append(task)
+    return tasks
+
+
+def job_view(
+    job: JobProtocol,
+    names: JobNames,
+    primary: Obj,
+    pods: Sequence[tuple[str | None, int | None, Obj]],
+    *,
+    waiting_reason: str | None = None,
+) -> JobView:
+    annotations = (primary.get("metadata") or {}).get("annotations") or {}
+    status = primary.get("status") or {}
+    volcano_phase = (status.get("state") or {}).get("phase") if "state" in status else None
+    stop = bool(annotations.get(ANN_STOP)) or volcano_phase in ("Aborting", "Aborted")
+    tasks = tasks_from_pods(job, names, pods, stopped=stop)
+    active = [
+        p["metadata"]["name"]
+        for _, _, p in pods
+        if pod_task_state(p) in (TaskState.WAITING, TaskState.RUNNING)
+    ]
+    started = [t.started for t in tasks if t.started]
+    ended = [t.completed for t in tasks if t.completed]
+    view = JobView(
+        state=JobState.WAITING,
+        sub_state=volcano_phase,
+        tasks=tasks,
+        retries=int(status.get("retryCount") or 0),
+        launched=min(started) if started else None,
+        completed=max(ended) if ended else None,
+        active_pods=active,
+    )
+    if stop:
+        # The backend marks only a job that has not ended, so a mark means STOPPED.
+        view.state = JobState.STOPPING if active else JobState.STOPPED
+        view.sub_state = "stopped by user"
+        if not active:
+            view.completed = parse_time(annotations.get(ANN_STOP)) or view.completed
+            for t in view.tasks:
+                if not t.state.terminal:
+                    t.state = TaskState.STOPPED
+        return view
+    recorded = annotations.get(ANN_OUTCOME)
+    if recorded:
+        outcome = json.loads(recorded)
+        view.state = JobState(outcome["state"])
+        view.sub_state, view.exit_code = outcome.get("reason"), outcome.get("exitCode")
+        view.completed = parse_time(outcome.get("time")) or view.completed
+        return view
+    decision = decide(job, tasks)
+    if decision is not None:
+        view.state, view.sub_state, view.exit_code = (
+            decision.state,
+            decision.reason,
+            decision.exit_code,
+        )
+        return view
+    if volcano_phase in ("Failed", "Terminated", "Completed"):
+        view.state = VOLCANO_PHASES[volcano_phase]
+        view.exit_code = 0 if view.state == JobState.SUCCEEDED else 1
+        return view
+    if any(t.state == TaskState.RUNNING for t in tasks) or any(t.state.terminal for t in tasks):
+        view.state = JobState.RUNNING
+        return view
+    view.state = JobState.WAITING
+    view.waiting_reason = waiting_reason or "waiting for the scheduler to place the job's pods"
+    return view
+
+
+# -- why a job waits ----------------------------------------------------------------------
+
+_QUOTA = re.compile(
+    r"exceeded quota: (?P<quota>[^,]+), requested: (?P<req>[^,]+(?:,[^:]+)*?), used: (?P<used>[^,]+(?:,[^:]+)*?), limited: (?P<lim>.+)$"
+)
+_INSUFFICIENT = re.compile(r"(\d+) Insufficient ([\w./-]+)")
+
+
+def _quantity(listing: str, resource: str) -> int | None:
+    m = re.search(rf"{re.escape(resource)}=(\d+)", listing)
+    return int(m.group(1)) if m else None
+
+
+def waiting_reason(
+    job: JobProtocol,
+    *,
+    vc: VcUsage | None,
+    events: Sequence[Obj],
+    pod_group: Obj | None = None,
+    gpu_resource: str = "nvidia.com/gpu",
+) -> str:
+    """The first reason a user can act on: the queue's GPUs, then the nodes', then what the
+    scheduler said, in that order."""
+    need = job.total_gpus
+    name = job.virtual_cluster
+    if vc is not None and vc.state not in ("Open", ""):
+        return f"queue {name} is {vc.state.lower()}: it accepts no new jobs"
+    newest = sorted(events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    for event in reversed(newest):
+        m = _QUOTA.search(str(event.get("message") or ""))
+        if m:
+            used = _quantity(m["used"], f"requests.{gpu_resource}")
+            limit = _quantity(m["lim"], f"requests.{gpu_resource}")
+            if used is not None and limit is not None:
+                return f"queue {name}: {used} of {limit} GPUs in use, needs {need}"
+    if vc is not None and vc.capacity is not None and need and vc.used + need > vc.capacity:
+        return f"queue {name}: {vc.used} of {vc.capacity} GPUs in use, needs {need}"
+    per_pod = max((s.resource_per_instance.gpu for s in job.task_roles.values()), default=0)
+    messages = [str(e.get("message") or "") for e in reversed(newest)]
+    if pod_group is not None:
+        for cond in (pod_group.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
+                messages.insert(0, str(cond.get("message") or ""))
+    for message in messages:
+        for count, resource in _INSUFFICIENT.findall(message):
+            if resource == gpu_resource and per_pod:
+                return f"no node has {per_pod} free GPUs ({count} nodes short of GPUs)"
+            if resource in ("cpu", "memory"):
+                return f"no node has enough free {resource} for one instance ({count} nodes short)"
+    for event in reversed(newest):
+        if event.get("type") == "Warning" and event.get("message"):
+            return f"{event.get('reason')}: {event.get('message')}"
+    return "waiting for the scheduler to place all instances together"
