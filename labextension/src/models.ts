@@ -1,0 +1,218 @@
+/**
+ * The REST API's JSON, mirroring `jupyter_pai/backends/models.py` one to one.
+ *
+ * The server dumps its pydantic models with `by_alias=True`, so every field is
+ * camelCase here; datetimes arrive as ISO 8601 strings. Optional Python fields
+ * (`X | None`) are `X | null`, and may be left out.
+ */
+
+/** OpenPAI's job states. */
+export const JOB_STATES = [
+  'WAITING',
+  'RUNNING',
+  'SUCCEEDED',
+  'FAILED',
+  'STOPPING',
+  'STOPPED'
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const TASK_STATES = [
+  'WAITING',
+  'RUNNING',
+  'SUCCEEDED',
+  'FAILED',
+  'STOPPED'
+] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+const TERMINAL: ReadonlySet<string> = new Set([
+  'SUCCEEDED',
+  'FAILED',
+  'STOPPED'
+]);
+
+/** Whether a job or task state is final (`JobState.terminal` in Python). */
+export function isTerminal(state: JobState | TaskState): boolean {
+  return TERMINAL.has(state);
+}
+
+/** ISO 8601 date and time, as pydantic writes `datetime`. */
+export type DateTime = string;
+
+export interface Resources {
+  gpu: number;
+  cpu: number;
+  memoryMb: number;
+}
+
+export interface TaskStatus {
+  role: string;
+  index: number;
+  state: TaskState;
+  node?: string | null;
+  ip?: string | null;
+  gpus: string[];
+  ports: Record<string, number[]>;
+  exitCode?: number | null;
+  exitReason?: string | null;
+  retries: number;
+  startedTime?: DateTime | null;
+  completedTime?: DateTime | null;
+}
+
+export interface JobSummary {
+  id: string;
+  name: string;
+  user: string;
+  state: JobState;
+  subState?: string | null;
+  virtualCluster: string;
+  retries: number;
+  submissionTime: DateTime;
+  launchedTime?: DateTime | null;
+  completedTime?: DateTime | null;
+  exitCode?: number | null;
+  totalGpuNumber: number;
+  totalTaskNumber: number;
+  totalTaskRoleNumber: number;
+  waitingReason?: string | null;
+}
+
+export interface JobDetail extends JobSummary {
+  /** The protocol v2 job, as submitted (secrets removed by the server). */
+  spec: Record<string, any>;
+  tasks: TaskStatus[];
+}
+
+export interface JobEvent {
+  time: DateTime;
+  /** `Normal` or `Warning`, as in Kubernetes events. */
+  type: string;
+  reason: string;
+  message: string;
+  /** `job`, or `<role>-<index>` for a task. */
+  source: string;
+}
+
+export interface VirtualCluster {
+  name: string;
+  capacity: Resources;
+  used: Resources;
+  free: Resources;
+  runningJobs: number;
+  queuedJobs: number;
+  queued: Resources;
+  description?: string | null;
+}
+
+export interface Image {
+  name: string;
+  uri: string;
+  description?: string | null;
+  gpu: boolean;
+}
+
+export interface Storage {
+  name: string;
+  mountPath: string;
+  readOnly: boolean;
+  description?: string | null;
+}
+
+export type StorageEntryType = 'file' | 'directory';
+
+export interface StorageEntry {
+  name: string;
+  path: string;
+  type: StorageEntryType;
+  size?: number | null;
+  modified?: DateTime | null;
+}
+
+export interface StorageListing {
+  storage: string;
+  path: string;
+  type: StorageEntryType;
+  entries: StorageEntry[];
+}
+
+export interface Info {
+  backend: string;
+  flavor?: string | null;
+  version: string;
+  user: string;
+  namespace?: string | null;
+  gpuSlots?: number | null;
+}
+
+export interface JobList {
+  jobs: JobSummary[];
+}
+
+export interface JobFilter {
+  vc?: string | null;
+  state?: JobState[] | null;
+  user?: string | null;
+  keyword?: string | null;
+}
+
+/** `JobFilter.matches` in Python: the same test, for filtering on the client. */
+export function matchesFilter(filter: JobFilter, job: JobSummary): boolean {
+  if (filter.vc && job.virtualCluster !== filter.vc) {
+    return false;
+  }
+  if (
+    filter.state &&
+    filter.state.length &&
+    !filter.state.includes(job.state)
+  ) {
+    return false;
+  }
+  if (filter.user && job.user !== filter.user) {
+    return false;
+  }
+  if (filter.keyword) {
+    const needle = filter.keyword.toLowerCase();
+    if (
+      !job.name.toLowerCase().includes(needle) &&
+      !job.id.toLowerCase().includes(needle)
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** One problem at one place of the input (`jupyter_pai.errors.FieldError`). */
+export interface FieldError {
+  /** Dotted path such as `taskRoles.worker.resourcePerInstance.gpu`; may be empty. */
+  path: string;
+  message: string;
+}
+
+/** The body of every error response (`PAIError.to_json`). */
+export interface ErrorBody {
+  message: string;
+  errors: FieldError[];
+}
+
+/** What the log endpoint's query selects. */
+export interface LogQuery {
+  role: string;
+  index: number;
+  /** The last N lines. */
+  tail?: number;
+  /** Byte range: start at `offset`, at most `limit` bytes. */
+  offset?: number;
+  limit?: number;
+}
+
+/** A slice of a task's log and the log's size when it was read. */
+export interface LogChunk {
+  text: string;
+  /** First byte of `text` in the log, when known (byte-range reads). */
+  offset: number | null;
+  /** `X-Log-Size`: the log's size in bytes, when the server said. */
+  size: number | null;
+}
