@@ -111,8 +111,6 @@ def headless_service(names: JobNames, labels: dict[str, str]) -> Manifest:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": {LABEL_JOB: names.base},
-            # A headless Service with no ports is valid; DNS only needs the selector.
-            "ports": [{"name": "placeholder", "port": 1, "targetPort": 1, "protocol": "TCP"}],
         },
     }
 
