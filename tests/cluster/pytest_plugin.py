@@ -21,6 +21,8 @@ from . import controlplane, kube, manifests
 
 @dataclass
 class TestCluster:
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+
     state: controlplane.State
 
     @property

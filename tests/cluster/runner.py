@@ -19,6 +19,7 @@ import datetime
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -220,7 +221,8 @@ class Runner:
         pod.setdefault("status", {}).update(
             podIP=ip, podIPs=[{"ip": ip}], hostIP="127.0.0.1", hostIPs=[{"ip": "127.0.0.1"}]
         )
-        workdir = self.directory / "runner" / "pods" / f"{meta['namespace']}_{meta['name']}"
+        pod_dir = f"{meta['namespace']}_{meta['name']}_{meta['uid'][:8]}"
+        workdir = self.directory / "runner" / "pods" / pod_dir
         workdir.mkdir(parents=True, exist_ok=True)
         run = PodRun(
             uid=meta["uid"],
@@ -338,6 +340,7 @@ class Runner:
     def _forget(self, run: PodRun) -> None:
         for container in run.containers.values():
             container.log.close()
+        shutil.rmtree(run.workdir, ignore_errors=True)  # the pod and its logs are gone
         self.pods.pop(run.uid, None)
         self._update_hosts()
 

@@ -83,6 +83,8 @@ def indexed_job(
     """An Indexed Job with completions == parallelism: the Job controller
     (WorkloadWithJob) gives it a Workload and a gang PodGroup of `workers`."""
     template = pod(name, name, gpus, pool, priority_class=priority_class, run_for=run_for)
+    for key in ("apiVersion", "kind"):
+        template.pop(key)
     template["metadata"].pop("name")
     return {
         "apiVersion": "batch/v1",
