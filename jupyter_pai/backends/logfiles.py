@@ -11,7 +11,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from ..spec.render import redact
+from ..spec.render import HIDDEN, redact
 
 CHUNK = 64 * 1024
 FOLLOW_POLL_SECONDS = 0.25
@@ -53,7 +53,6 @@ async def stream_file(
 ) -> AsyncIterator[bytes]:
     """Yield the file's bytes from ``offset``; with ``follow``, keep yielding until
     ``finished()`` says the writer is done and everything written has been sent."""
-    remaining = limit
     pending = b""  # an incomplete last line, held back only when secrets must be redacted
     while follow and not await asyncio.to_thread(path.exists):
         if finished is not None and await finished():
@@ -61,6 +60,15 @@ async def stream_file(
         await asyncio.sleep(FOLLOW_POLL_SECONDS)
     if not await asyncio.to_thread(path.exists):
         return
+    suffix = b""
+    if secrets and (offset > 0 or limit is not None):
+        # A byte range may cut a secret in two: hide the part of it on our side of each cut.
+        offset, limit, prefix, suffix = await asyncio.to_thread(
+            _uncut_secrets, path, offset, limit, secrets
+        )
+        if prefix:
+            yield prefix
+    remaining = limit
     f = await asyncio.to_thread(open, path, "rb")
     try:
         inode = os.fstat(f.fileno()).st_ino
@@ -95,8 +103,45 @@ async def stream_file(
             await asyncio.sleep(FOLLOW_POLL_SECONDS)
         if pending:
             yield _redact(pending, secrets or [])
+        if suffix:
+            yield suffix
     finally:
         f.close()
+
+
+def _uncut_secrets(
+    path: Path, offset: int, limit: int | None, secrets: list[str]
+) -> tuple[int, int | None, bytes, bytes]:
+    """Move the ends of the byte range ``[offset, offset + limit)`` off any secret that
+    crosses them. Returns the new offset and limit, and the placeholder to send before and
+    after the range for each end that moved; what lies inside is redacted as usual."""
+    values = [v.encode("utf-8", errors="surrogateescape") for v in secrets if v]
+    if not values:
+        return offset, limit, b"", b""
+    keep = max(len(v) for v in values) - 1
+    size = path.stat().st_size
+    end = size if limit is None else min(size, offset + limit)
+    begin = max(0, offset - keep)
+    with open(path, "rb") as f:
+        f.seek(begin)
+        window = f.read(max(0, min(size, end + keep) - begin))
+    start, stop = offset, end
+    for value in values:
+        at = window.find(value)
+        while at != -1:
+            first, last = begin + at, begin + at + len(value)
+            if first < offset < last:
+                start = max(start, last)
+            if first < end < last:
+                stop = min(stop, first)
+            at = window.find(value, at + 1)
+    prefix = HIDDEN.encode() if start > offset else b""
+    suffix = HIDDEN.encode() if stop < end else b""
+    if start >= stop:  # the whole range lies inside a secret
+        return start, 0, prefix or suffix, b""
+    if limit is None and stop == end:
+        return start, None, prefix, suffix
+    return start, stop - start, prefix, suffix
 
 
 def _inode(path: Path) -> int | None:

@@ -59,3 +59,21 @@ def group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
         return True
     return False
+
+
+def group_running(pgid: int) -> bool:
+    """True while a live (not zombie) process is left in the group: a task's shell may die
+    of SIGTERM at once while the program it started is still saving its work."""
+    if not group_alive(pgid):
+        return False
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False

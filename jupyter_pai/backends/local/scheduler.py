@@ -38,8 +38,8 @@ def vc_capacities(shares: Mapping[str, object], slots: int) -> dict[str, int]:
     whole machine, what rounding left over goes to the first VC so no slot sits unused."""
     exact: dict[str, float] = {}
     for name, share in shares.items():
-        if isinstance(share, str) and share.strip().endswith("%"):
-            exact[name] = slots * float(share.strip()[:-1]) / 100
+        if isinstance(share, str) and share.strip().endswith("%") and _percent(share) >= 0:
+            exact[name] = slots * _percent(share) / 100
         elif isinstance(share, float) and 0 < share <= 1:
             exact[name] = slots * share
         elif isinstance(share, (int, float)) and share >= 0:
@@ -50,14 +50,23 @@ def vc_capacities(shares: Mapping[str, object], slots: int) -> dict[str, int]:
             )
     caps = {name: math.floor(v + 1e-9) for name, v in exact.items()}
     total = sum(caps.values())
-    if total > slots:
+    asked = sum(exact.values())
+    if asked > slots + 1e-9:  # judged before rounding down: 80% + 30% is too much
         raise ValueError(
-            f"virtual clusters ask for {total} GPUs but this machine offers {slots}: "
-            "lower LocalBackend.virtual_clusters"
+            f"virtual clusters ask for {asked:g} GPUs but this machine offers {slots}: "
+            "lower LocalBackend.virtual_clusters_config"
         )
     if caps and math.isclose(sum(exact.values()), slots):
         caps[next(iter(caps))] += slots - total
     return caps
+
+
+def _percent(share: str) -> float:
+    """``"50%"`` → 50.0; -1 for text that is not a percentage."""
+    try:
+        return float(share.strip()[:-1])
+    except ValueError:
+        return -1
 
 
 def plan(demands: Sequence[Demand], slots: Sequence[str], capacities: Mapping[str, int]) -> Plan:

@@ -25,7 +25,7 @@ from ..completion import Decision, decide
 from ..envcontract import Placement, job_environment, task_environment
 from ..models import JobState, TaskState
 from .admission import load_config, schedule, user_environment
-from .processes import alive, signal_group, start_marker
+from .processes import alive, group_running, signal_group, start_marker
 from .records import JobRecord, TaskRecord, now
 from .store import StateStore
 
@@ -252,7 +252,11 @@ class Supervisor:
         for proc in running.values():
             signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace
-        while time.monotonic() < deadline and any(p.poll() is None for p in running.values()):
+        # Wait for each task's whole process group, not only its shell: the shell dies of
+        # SIGTERM at once while the program it started may still be cleaning up.
+        while time.monotonic() < deadline and any(
+            p.poll() is None or group_running(p.pid) for p in running.values()
+        ):
             time.sleep(POLL_SECONDS)
         for proc in running.values():
             signal_group(proc.pid, signal.SIGKILL)

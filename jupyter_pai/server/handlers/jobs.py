@@ -7,7 +7,7 @@ from typing import Any
 from tornado import web
 
 from ...backends.models import JobFilter, JobState
-from ...errors import BadRequest, FieldError, SpecError
+from ...errors import BadRequest, FieldError
 from ...spec.parse import parse_job, parse_json
 from .base import PAIHandler
 
@@ -45,7 +45,7 @@ class JobsHandler(PAIHandler):
         if content_type == "application/json":
             source = parse_json(body)
             if not isinstance(source, dict):
-                raise SpecError([FieldError("", "the job must be a JSON object")])
+                source = body  # parse_job says what is wrong with it, in the words it uses for YAML
         elif content_type in YAML_TYPES or not content_type:
             source = body
         else:

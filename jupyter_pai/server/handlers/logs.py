@@ -52,4 +52,5 @@ class JobLogsHandler(PAIHandler):
             return  # the reader went away; the generator is closed below
         finally:
             await stream.chunks.aclose()  # type: ignore[attr-defined]
-        self.finish()
+        # APIHandler.finish() sets JSON unless told otherwise (seen when nothing was flushed).
+        self.finish(set_content_type="text/plain; charset=UTF-8")

@@ -38,4 +38,5 @@ class StorageHandler(PAIHandler):
                 await self.flush()
         except StreamClosedError:
             return
-        self.finish()
+        # APIHandler.finish() sets JSON unless told otherwise (seen for an empty file).
+        self.finish(set_content_type=kind)

@@ -1,0 +1,163 @@
+"""Gang admission through the REST API: a job that does not fit waits (and says why) until
+the GPUs it needs are all free; the virtual-cluster view follows."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+
+import pytest
+
+from .pai import PAIClient, job_spec, wait_for_file
+
+
+def four_gpu_job(name: str, commands: list[str], instances: int = 4) -> dict:
+    return job_spec(
+        name, {"worker": {"instances": instances, "gpu": 4 // instances, "commands": commands}}
+    )
+
+
+async def test_second_four_gpu_job_waits_until_the_first_ends(pai: PAIClient) -> None:
+    first = await pai.submit(four_gpu_job("first", [wait_for_file("release-first")]))
+    await pai.wait_state(first["id"], "RUNNING")
+
+    # Sample both jobs' states from one listing at a time for the whole test.
+    samples: list[dict[str, str]] = []
+
+    async def sample() -> None:
+        while True:
+            samples.append({j["name"]: j["state"] for j in await pai.jobs()})
+            await asyncio.sleep(0.05)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        second = await pai.submit(four_gpu_job("second", ["echo second ran"], instances=2))
+        assert second["state"] == "WAITING"
+        reason = second["waitingReason"]
+        assert "4 GPUs" in reason and "VC default" in reason and "0 free" in reason, reason
+        events = await pai.events(second["id"])
+        waiting = [e for e in events if e["reason"] == "Waiting"]
+        assert waiting and "4 GPUs" in waiting[0]["message"], events
+        listed = {j["id"]: j for j in await pai.jobs()}
+        assert listed[second["id"]]["waitingReason"] == reason
+
+        # It keeps waiting while the first runs (several scheduling passes happen meanwhile).
+        await asyncio.sleep(0.5)
+        assert (await pai.job(second["id"]))["state"] == "WAITING"
+
+        pai.release("release-first")
+        done_first = await pai.wait_state(first["id"], "SUCCEEDED")
+        done_second = await pai.wait_state(second["id"], "SUCCEEDED")
+    finally:
+        sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampler
+
+    assert "second ran" in await pai.log(second["id"], "worker", 1)
+    assert done_second["waitingReason"] is None
+    assert sorted(g for t in done_second["tasks"] for g in t["gpus"]) == ["0", "1", "2", "3"]
+    assert [e["reason"] for e in await pai.events(second["id"])].count("Scheduled") == 1
+    started = datetime.fromisoformat(done_second["launchedTime"])
+    assert started >= datetime.fromisoformat(done_first["completedTime"])
+    assert len(samples) > 5
+    both = [s for s in samples if s.get("first") == "RUNNING" and s.get("second") == "RUNNING"]
+    assert not both, both
+    assert any(s.get("second") == "WAITING" for s in samples)
+
+
+async def test_stopping_the_running_job_lets_the_waiting_one_run(pai: PAIClient) -> None:
+    first = await pai.submit(four_gpu_job("hog", ["sleep 120"], instances=1))
+    await pai.wait_state(first["id"], "RUNNING")
+    second = await pai.submit(four_gpu_job("next", ["echo next ran"]))
+    assert second["state"] == "WAITING"
+    stopped = await pai.stop(first["id"])
+    assert stopped["state"] in ("STOPPING", "STOPPED")
+    await pai.wait_state(first["id"], "STOPPED")
+    await pai.wait_state(second["id"], "SUCCEEDED")
+
+
+async def test_fifo_a_small_job_does_not_overtake_a_waiting_big_one(pai: PAIClient) -> None:
+    running = await pai.submit(four_gpu_job("run3", [wait_for_file("release-run3")], instances=1))
+    # 4 GPUs held: a 4-GPU job waits at the head of the queue, then a 1-GPU job behind it.
+    await pai.wait_state(running["id"], "RUNNING")
+    big = await pai.submit(four_gpu_job("big", [wait_for_file("release-big")], instances=1))
+    small = await pai.submit(job_spec("small", {"worker": {"gpu": 1, "commands": ["true"]}}))
+    assert big["state"] == "WAITING" and small["state"] == "WAITING"
+    assert "queued behind" in small["waitingReason"] and big["id"] in small["waitingReason"]
+    pai.release("release-run3")
+    await pai.wait_state(running["id"], "SUCCEEDED")
+    await pai.wait_state(big["id"], "RUNNING")
+    assert (await pai.job(small["id"]))["state"] == "WAITING"
+    pai.release("release-big")
+    await pai.wait_state(small["id"], "SUCCEEDED")
+
+
+async def test_virtual_clusters_show_used_free_and_queued_gpus(pai: PAIClient) -> None:
+    (vc,) = await pai.get("virtual-clusters")
+    assert vc["name"] == "default"
+    assert vc["capacity"]["gpu"] == 4
+    assert (vc["used"]["gpu"], vc["free"]["gpu"], vc["queuedJobs"], vc["runningJobs"]) == (
+        0,
+        4,
+        0,
+        0,
+    )
+
+    three = await pai.submit(
+        job_spec(
+            "three", {"worker": {"instances": 3, "gpu": 1, "commands": [wait_for_file("go-three")]}}
+        )
+    )
+    await pai.wait_state(three["id"], "RUNNING")
+    two = await pai.submit(
+        job_spec("two", {"worker": {"instances": 1, "gpu": 2, "commands": ["true"]}})
+    )
+    assert two["state"] == "WAITING"
+    (vc,) = await pai.get("virtual-clusters")
+    assert vc["used"]["gpu"] == 3 and vc["free"]["gpu"] == 1
+    assert vc["runningJobs"] == 1 and vc["queuedJobs"] == 1
+    assert vc["queued"]["gpu"] == 2
+    assert vc["used"]["cpu"] == 3 and vc["used"]["memoryMB"] == 3 * 256
+
+    pai.release("go-three")
+    await pai.wait_state(two["id"], "SUCCEEDED")
+    await pai.wait_state(three["id"], "SUCCEEDED")
+    (vc,) = await pai.get("virtual-clusters")
+    assert (vc["used"]["gpu"], vc["free"]["gpu"], vc["queuedJobs"], vc["runningJobs"]) == (
+        0,
+        4,
+        0,
+        0,
+    )
+
+
+async def test_info_says_local_backend(pai: PAIClient) -> None:
+    info = await pai.get("info")
+    assert info["backend"] == "local"
+    assert info["gpuSlots"] == 4
+    assert info["user"] and info["version"]
+
+
+async def test_images_default_catalogue(pai: PAIClient) -> None:
+    images = await pai.get("images")
+    names = [i["name"] for i in images]
+    assert "pytorch-2.4" in names and "python-3.11" in names
+    assert all(i["uri"] for i in images)
+    assert next(i for i in images if i["name"] == "python-3.11")["gpu"] is False
+
+
+CATALOGUE = [
+    {"name": "mine", "uri": "registry.example/mine:1", "description": "my image"},
+    {"name": "cpu", "uri": "python:3.12", "gpu": False},
+]
+
+
+@pytest.mark.parametrize("pai_extra_config", [{"PAIConfig": {"images": CATALOGUE}}])
+async def test_images_configured_catalogue(pai: PAIClient) -> None:
+    images = await pai.get("images")
+    assert [(i["name"], i["uri"], i["gpu"]) for i in images] == [
+        ("mine", "registry.example/mine:1", True),
+        ("cpu", "python:3.12", False),
+    ]
+    assert images[0]["description"] == "my image"

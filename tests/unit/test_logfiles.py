@@ -1,0 +1,209 @@
+"""Reading task logs: last N lines, byte ranges, follow, and secrets redacted wherever the
+file is cut (chunk boundaries, range ends)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from jupyter_pai.backends import logfiles
+from jupyter_pai.backends.logfiles import stream_file, tail_offset
+
+SECRET = "s3cr3t-value"
+
+
+def write(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "task.log"
+    path.write_bytes(data)
+    return path
+
+
+async def read(path: Path, **kwargs: object) -> bytes:
+    return b"".join([chunk async for chunk in stream_file(path, **kwargs)])  # type: ignore[arg-type]
+
+
+def append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+def tail(path: Path, lines: int) -> bytes:
+    return path.read_bytes()[tail_offset(path, lines) :]
+
+
+# -- tail_offset -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "lines", "expected"),
+    [
+        (b"", 3, b""),
+        (b"a\nb\nc\n", 1, b"c\n"),
+        (b"a\nb\nc\n", 2, b"b\nc\n"),
+        (b"a\nb\nc\n", 3, b"a\nb\nc\n"),
+        (b"a\nb\nc\n", 10, b"a\nb\nc\n"),
+        (b"a\nb\nc", 1, b"c"),  # no final newline: the last line is still a line
+        (b"a\nb\nc", 2, b"b\nc"),
+        (b"only", 1, b"only"),
+        (b"\n", 1, b"\n"),
+        (b"\n\n\n", 2, b"\n\n"),
+        (b"a\n\nb\n", 2, b"\nb\n"),
+        (b"a\nb\n", 0, b""),
+        (b"a\nb\n", -1, b""),
+    ],
+)
+def test_tail_offset(tmp_path: Path, data: bytes, lines: int, expected: bytes) -> None:
+    assert tail(write(tmp_path, data), lines) == expected
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 64 * 1024])
+def test_tail_offset_across_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(logfiles, "CHUNK", chunk)
+    lines = [f"line {i} " + "y" * (i % 4) for i in range(40)]
+    path = write(tmp_path, "\n".join(lines).encode() + b"\n")
+    for n in (1, 2, 7, 39, 40, 41):
+        assert tail(path, n) == "".join(f"{line}\n" for line in lines[-n:]).encode(), n
+
+
+def test_tail_offset_of_a_long_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logfiles, "CHUNK", 16)
+    long = b"z" * 1000
+    path = write(tmp_path, b"first\n" + long + b"\nlast\n")
+    assert tail(path, 2) == long + b"\nlast\n"
+    assert tail(path, 3) == path.read_bytes()
+
+
+# -- stream_file: ranges ----------------------------------------------------------------------
+
+
+DATA = b"".join(b"%03d some text\n" % i for i in range(200))
+
+
+async def test_whole_file_and_ranges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logfiles, "CHUNK", 100)
+    path = write(tmp_path, DATA)
+    assert await read(path) == DATA
+    assert await read(path, offset=37) == DATA[37:]
+    assert await read(path, offset=37, limit=250) == DATA[37:287]
+    assert await read(path, limit=1) == DATA[:1]
+    assert await read(path, limit=0) == b""
+    assert await read(path, offset=len(DATA)) == b""
+    assert await read(path, offset=len(DATA) - 3, limit=50) == DATA[-3:]
+
+
+async def test_missing_file_is_empty(tmp_path: Path) -> None:
+    assert await read(tmp_path / "nothing.log") == b""
+
+    async def done() -> bool:
+        return True
+
+    assert await read(tmp_path / "nothing.log", follow=True, finished=done) == b""
+
+
+# -- stream_file: secrets ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 11, 64 * 1024])
+async def test_secret_split_by_a_chunk_boundary_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(logfiles, "CHUNK", chunk)
+    path = write(tmp_path, f"a {SECRET} b\nno secret here\nend {SECRET}".encode())
+    out = await read(path, secrets=[SECRET])
+    assert out == b"a ****** b\nno secret here\nend ******"
+
+
+@pytest.mark.parametrize("chunk", [3, 64 * 1024])
+async def test_no_range_reveals_part_of_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(logfiles, "CHUNK", chunk)
+    text = f"token is {SECRET} ok\nand {SECRET}\n".encode()
+    path = write(tmp_path, text)
+    pieces = [
+        SECRET[i:j].encode() for i in range(len(SECRET)) for j in range(i + 4, len(SECRET) + 1)
+    ]
+    for offset in range(len(text) + 1):
+        for limit in (None, 1, 3, 5, 12, 14, 30):
+            out = await read(path, offset=offset, limit=limit, secrets=[SECRET])
+            leaked = [p for p in pieces if p in out]
+            assert not leaked, (offset, limit, out)
+            assert len(out) <= len(text), (offset, limit, out)
+    # Ranges that cut no secret are exact.
+    assert await read(path, offset=0, limit=9, secrets=[SECRET]) == b"token is "
+    assert await read(path, offset=21, limit=4, secrets=[SECRET]) == b" ok\n"
+    assert await read(path, offset=0, limit=25, secrets=[SECRET]) == b"token is ****** ok\n"
+    # A cut secret shows as the placeholder on both sides of the cut.
+    assert await read(path, offset=0, limit=14, secrets=[SECRET]) == b"token is ******"
+    assert await read(path, offset=14, limit=7, secrets=[SECRET]) == b"******"
+    assert await read(path, offset=14, limit=11, secrets=[SECRET]) == b"****** ok\n"
+
+
+async def test_several_secrets_longest_first(tmp_path: Path) -> None:
+    path = write(tmp_path, b"abcdef and abc\n")
+    assert await read(path, secrets=["abcdef", "abc"]) == b"****** and ******\n"
+
+
+async def test_follow_yields_new_lines_until_finished(tmp_path: Path) -> None:
+    path = write(tmp_path, b"one\n")
+    done = asyncio.Event()
+
+    async def finished() -> bool:
+        return done.is_set()
+
+    got: list[bytes] = []
+
+    async def consume() -> None:
+        async for chunk in stream_file(path, follow=True, finished=finished, secrets=[SECRET]):
+            got.append(chunk)
+
+    reader = asyncio.create_task(consume())
+    for _ in range(100):
+        if b"".join(got) == b"one\n":
+            break
+        await asyncio.sleep(0.02)
+    assert b"".join(got) == b"one\n"
+    append(path, f"two {SECRET[:5]}".encode())  # half a secret, then a pause
+    await asyncio.sleep(0.3)
+    append(path, f"{SECRET[5:]}\nthree".encode())
+    for _ in range(100):
+        if b"two" in b"".join(got):
+            break
+        await asyncio.sleep(0.05)
+    done.set()
+    await asyncio.wait_for(reader, timeout=10)
+    assert b"".join(got) == b"one\ntwo ******\nthree"
+
+
+async def test_follow_moves_to_a_rotated_file(tmp_path: Path) -> None:
+    """A task restarted by a retry writes a new file under the same name."""
+    path = write(tmp_path, b"attempt 0\n")
+    done = asyncio.Event()
+
+    async def finished() -> bool:
+        return done.is_set()
+
+    got: list[bytes] = []
+
+    async def consume() -> None:
+        async for chunk in stream_file(path, follow=True, finished=finished):
+            got.append(chunk)
+
+    reader = asyncio.create_task(consume())
+    for _ in range(100):
+        if got:
+            break
+        await asyncio.sleep(0.02)
+    path.rename(tmp_path / "task.0.log")
+    path.write_bytes(b"attempt 1\n")
+    for _ in range(100):
+        if b"attempt 1" in b"".join(got):
+            break
+        await asyncio.sleep(0.05)
+    done.set()
+    await asyncio.wait_for(reader, timeout=10)
+    assert b"".join(got) == b"attempt 0\nattempt 1\n"
