@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shutil
 import ssl
+import subprocess
 import sys
 import time
 import urllib.request
@@ -32,8 +34,13 @@ RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha2=true"
 # service never leaves the machine: kwok's simulated pods, the runner's real pods, and
 # service cluster IPs.
 KWOK_POD_CIDR = "127.72.0.1/16"
-RUNNER_POD_NET = "127.73"
 SERVICE_CIDR = "127.74.0.0/16"
+
+
+def runner_pod_net() -> str:
+    """127.N: a /16 of its own for each cluster's real pods, so two clusters on one
+    machine do not hand out the same pod IP."""
+    return f"127.{random.randint(80, 250)}"
 
 
 def default_dir() -> Path:
@@ -178,18 +185,21 @@ class ControlPlane:
             gpu_nodes=gpu_nodes,
         )
 
+        started: dict[str, subprocess.Popen[bytes]] = {}
+
         def launch(name: str, argv: list[str], **kwargs: Any) -> None:
-            pid = processes.start(
+            proc = processes.start(
                 argv, d / "logs" / f"{name}.log", tie_to_parent=options.tie_to_parent, **kwargs
             )
-            state.processes[name] = {"pid": pid, "argv0": argv[0]}
+            started[name] = proc
+            state.processes[name] = {"pid": proc.pid, "argv0": argv[0]}
             state.save()  # saved at once, so `down` finds whatever was started
 
         def died() -> str | None:
-            for name, info in state.processes.items():
-                if not processes.is_running(info["pid"], info["argv0"]):
+            for name, proc in started.items():
+                if proc.poll() is not None:
                     log = processes.log_tail(d / "logs" / f"{name}.log")
-                    return f"{name} exited:\n{log}"
+                    return f"{name} exited with {proc.returncode}:\n{log}"
             return None
 
         launch(
@@ -353,7 +363,7 @@ class ControlPlane:
                     "tests.cluster.runner",
                     f"--dir={d}",
                     f"--kubeconfig={admin_kubeconfig}",
-                    f"--pod-net={RUNNER_POD_NET}",
+                    f"--pod-net={runner_pod_net()}",
                     "--nodes",
                     *runner_nodes,
                 ],

@@ -35,7 +35,7 @@ def start(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     tie_to_parent: bool = False,
-) -> int:
+) -> subprocess.Popen[bytes]:
     """Start a process in its own session (so `stop` can end its children too)."""
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
@@ -48,7 +48,7 @@ def start(
             start_new_session=True,
             preexec_fn=die_with_parent if tie_to_parent else None,
         )
-    return proc.pid
+    return proc
 
 
 def cmdline(pid: int) -> list[str]:
