@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from jupyter_pai.backends.base import LogQuery
 from jupyter_pai.backends.kubernetes import KubernetesBackend
@@ -40,7 +41,11 @@ def _cleanup(cluster: TestCluster, namespace: str) -> None:
     core.delete_collection_namespaced_config_map(namespace, label_selector=OWNED)
     core.delete_collection_namespaced_pod(namespace, label_selector=OWNED, grace_period_seconds=0)
     for svc in core.list_namespaced_service(namespace, label_selector=OWNED).items:
-        core.delete_namespaced_service(svc.metadata.name, namespace)
+        try:
+            core.delete_namespaced_service(svc.metadata.name, namespace)
+        except ApiException as error:  # the garbage collector got there first
+            if error.status != 404:
+                raise
 
 
 def make_backend(cluster: TestCluster, user: str = "alice", **kwargs: Any) -> KubernetesBackend:
@@ -52,6 +57,7 @@ def make_backend(cluster: TestCluster, user: str = "alice", **kwargs: Any) -> Ku
 
 @pytest.fixture
 async def backend(kube_cluster: TestCluster) -> AsyncIterator[KubernetesBackend]:
+    _cleanup(kube_cluster, NS)
     b = make_backend(kube_cluster)
     await b.start()
     yield b
@@ -119,7 +125,11 @@ async def test_distributed_job_runs_with_the_contract_and_reaches_the_ps(
     assert done.state == JobState.SUCCEEDED, done
     # Gang: the pods were created in one PodGroup that needs all four.
     groups = client.CustomObjectsApi(kube_cluster.api()).list_namespaced_custom_object(
-        "scheduling.k8s.io", "v1alpha2", NS, "podgroups", label_selector=OWNED
+        "scheduling.k8s.io",
+        "v1alpha2",
+        NS,
+        "podgroups",
+        label_selector=f"jupyter-pai.io/job={make_names(job, 'alice').base}",
     )["items"]
     assert [g["spec"]["schedulingPolicy"]["gang"]["minCount"] for g in groups] == [4]
     ps_host = f"{done.tasks[0].ip}"

@@ -145,7 +145,7 @@ def test_reason_from_scheduling_failures() -> None:
     event = {
         "type": "Warning",
         "reason": "FailedScheduling",
-        "message": "0/5 nodes are available: 4 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.",
+        "message": "0/5 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 4 Insufficient nvidia.com/gpu. preemption: not eligible.",
     }
     reason = waiting_reason(JOB, vc=VcUsage("research", 8, 0), events=[event])
     assert reason.startswith("no node has 2 free GPUs")

@@ -4,6 +4,7 @@ read back through a shared watch cache so listing jobs costs no API-server reque
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -16,7 +17,7 @@ from traitlets import Dict, Float, Int, List, Unicode, default
 from ... import __version__
 from ...errors import BadRequest, Conflict, FieldError, Forbidden, NotFound, SpecError, Unavailable
 from ...spec.protocol import JobProtocol
-from ...spec.render import public_spec, secret_values
+from ...spec.render import MIN_SEARCHED_SECRET, public_spec
 from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
 from ..models import (
@@ -55,6 +56,7 @@ from .resources import (
     PRIORITY_CLASS,
     PVC,
     RESOURCE_QUOTA,
+    SECRET,
     VOLCANO_POD_GROUP,
     VOLCANO_QUEUE,
     kind_of,
@@ -425,7 +427,7 @@ class KubernetesBackend(Backend):
                     self.cache["priorityclasses"].values(),
                     self.cache["resourcequotas"].values(),
                     [],
-                    Resources(),
+                    vcs.UNLIMITED,
                     self.vc_priority_prefix,
                     self.gpu_resource,
                 )
@@ -479,25 +481,7 @@ class KubernetesBackend(Backend):
                     ]
                 )
             cap = known[vc].capacity.gpu
-            limited = self.flavor == "native" and any(
-                vcs._quota_scope(q) == self.vc_priority_prefix + vc
-                for q in self.cache["resourcequotas"].values()
-            )
-            if self.flavor == "volcano":
-                spec = (
-                    next(
-                        q for q in self.cache["queues"].values() if q["metadata"]["name"] == vc
-                    ).get("spec")
-                    or {}
-                )
-                limited = any(
-                    self.gpu_resource in (listing or {})
-                    for listing in (
-                        spec.get("capability"),
-                        spec.get("deserved"),
-                        (spec.get("guarantee") or {}).get("resource"),
-                    )
-                )
+            limited = cap < vcs.UNLIMITED.gpu
             if limited and job.total_gpus > cap:
                 role = next(r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0)
                 raise SpecError(
@@ -673,7 +657,7 @@ class KubernetesBackend(Backend):
 
     async def logs(self, job_id: str, query: LogQuery) -> LogStream:
         primary = self._primary(job_id)
-        job, _names, view = self._view(primary)
+        job, names, view = self._view(primary)
         role = query.role or next(iter(job.task_roles))
         task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
         if task is None:
@@ -697,7 +681,7 @@ class KubernetesBackend(Backend):
                 tail=query.tail,
                 previous=previous,
                 limit=query.limit,
-                secrets=secret_values(job),
+                secrets=await self._secret_values(job, names),
             )
         except ApiError as error:
             if error.status == 400 and previous:
@@ -713,6 +697,20 @@ class KubernetesBackend(Backend):
                 return LogStream(size=0, chunks=empty(), role=role, index=query.index)
             raise typed(error) from None
         return LogStream(size=0, chunks=chunks, role=role, index=query.index)
+
+    async def _secret_values(self, job: JobProtocol, names: JobNames) -> list[str]:
+        """The values to blank in logs: the stored spec hides them, the Secret holds them."""
+        if not job.secrets:
+            return []
+        try:
+            secret = await self._rest().get(path(SECRET, self.namespace, names.secret))
+        except ApiError:
+            return []
+        values = {
+            base64.b64decode(v).decode(errors="replace")
+            for v in (secret.get("data") or {}).values()
+        }
+        return sorted((v for v in values if len(v) >= MIN_SEARCHED_SECRET), key=len, reverse=True)
 
     # -- storage -------------------------------------------------------------------------
 

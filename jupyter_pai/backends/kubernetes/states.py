@@ -234,7 +234,7 @@ def job_view(
 _QUOTA = re.compile(
     r"exceeded quota: (?P<quota>[^,]+), requested: (?P<req>[^,]+(?:,[^:]+)*?), used: (?P<used>[^,]+(?:,[^:]+)*?), limited: (?P<lim>.+)$"
 )
-_INSUFFICIENT = re.compile(r"(\d+) Insufficient ([\w./-]+)")
+_INSUFFICIENT = re.compile(r"(\d+) Insufficient ([\w./-]*\w)")
 
 
 def _quantity(listing: str, resource: str) -> int | None:

@@ -11,6 +11,8 @@ from .rest import Obj
 from .states import VcUsage
 
 GPU = "nvidia.com/gpu"
+#: Stands for "no cap" where only caps matter (waiting reasons, submission checks).
+UNLIMITED = Resources(gpu=10**9, cpu=1e12, memory_mb=10**12)
 
 
 def _resources(listing: dict[str, object] | None, gpu: str = GPU, prefix: str = "") -> Resources:
@@ -149,7 +151,8 @@ def _quota_scope(quota: Obj) -> str | None:
 def usage(vc: VirtualCluster | None) -> VcUsage | None:
     if vc is None:
         return None
-    return VcUsage(vc.name, capacity=vc.capacity.gpu, used=vc.used.gpu)
+    capped = vc.capacity.gpu < UNLIMITED.gpu
+    return VcUsage(vc.name, capacity=vc.capacity.gpu if capped else None, used=vc.used.gpu)
 
 
 def cluster_total(nodes: list[Obj], gpu: str = GPU) -> Resources:
