@@ -158,6 +158,8 @@ class KubernetesBackend(Backend):
         self._api: Any = None
         self._enforcing: set[str] = set()
         self._views: dict[str, tuple[Any, JobView]] = {}
+        # Parsed specs by uid, kept while the object's resourceVersion holds.
+        self._parsed: dict[str, tuple[Any, JobProtocol, JobNames]] = {}
         self.helpers: HelperPods | None = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -282,8 +284,17 @@ class KubernetesBackend(Backend):
     def _view(
         self, primary: Obj, vcs_now: dict[str, VirtualCluster] | None = None
     ) -> tuple[JobProtocol, JobNames, JobView]:
-        names = JobNames.from_annotations(primary["metadata"]["annotations"])
-        job = self._spec(primary)
+        meta = primary["metadata"]
+        parsed_key = (meta.get("uid"), meta.get("resourceVersion"))
+        parsed = self._parsed.get(names_key := meta.get("uid", ""))
+        if parsed is None or parsed[0] != parsed_key:
+            parsed = (
+                parsed_key,
+                self._spec(primary),
+                JobNames.from_annotations(meta["annotations"]),
+            )
+            self._parsed[names_key] = parsed
+        _, job, names = parsed
         pods = self._pods(names)
         key = (
             primary["metadata"].get("resourceVersion"),
