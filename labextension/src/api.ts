@@ -394,6 +394,20 @@ export class PAIClient {
   }
 
   /**
+   * Read a byte range of a task's log as bytes (the log viewer cuts it at
+   * line ends itself, so offsets stay exact). `limit: 0` only asks the size.
+   */
+  async logBytes(
+    id: string,
+    query: { role: string; index: number; offset: number; limit: number },
+    signal?: AbortSignal
+  ): Promise<{ bytes: Uint8Array; size: number | null }> {
+    const response = await this.raw(this.logsEndpoint(id, query), { signal });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return { bytes, size: headerNumber(response, 'X-Log-Size') };
+  }
+
+  /**
    * Follow a task's log as it is written (`follow=true`, a streamed
    * response). Calls `onText` with each decoded piece; resolves when the
    * stream ends (the task finished) and rejects with an AbortError when

@@ -3,42 +3,226 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  Notification,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { PAIClient } from './api';
-import { PAIModel } from './model';
+import { JobDetailPanel, jobWidgetId } from './jobdetail';
+import { cloneJob, stopJob } from './jobslist';
+import type { JobSummary } from './models';
+import {
+  DEFAULT_SETTINGS,
+  IPAISettings,
+  PAIModel,
+  type PanelSection
+} from './model';
 import { PAIPanel } from './panel';
+import { PAIStatusItem } from './statusbar';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
-  description: 'OpenPAI-style GPU jobs: launch form, jobs, logs, storage.',
+  description:
+    'OpenPAI-style GPU jobs: launch form, job list, logs, storage and cluster usage.',
   autoStart: true,
-  optional: [ILayoutRestorer, ICommandPalette],
+  optional: [ILayoutRestorer, ICommandPalette, ISettingRegistry, IStatusBar],
   activate: (
     app: JupyterFrontEnd,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    settingRegistry: ISettingRegistry | null,
+    statusBar: IStatusBar | null
   ) => {
     const model = new PAIModel(
       new PAIClient(app.serviceManager.serverSettings)
     );
-    const panel = new PAIPanel(model);
-    app.shell.add(panel, 'left', { rank: 600 });
-    restorer?.add(panel, panel.id);
+    const tracker = new WidgetTracker<MainAreaWidget<JobDetailPanel>>({
+      namespace: 'jupyter-pai-job'
+    });
 
-    app.commands.addCommand(CommandIDs.openPanel, {
-      label: 'PAI: Open Side Panel',
+    const openJob = (id: string, name?: string) => {
+      const existing = tracker.find(w => w.content.model.jobId === id);
+      if (existing) {
+        app.shell.activateById(existing.id);
+        return existing;
+      }
+      const content = new JobDetailPanel(model, id, name);
+      const widget = new MainAreaWidget({ content });
+      widget.id = jobWidgetId(id);
+      widget.addClass('jp-PAI-job-tab');
+      void tracker.add(widget);
+      app.shell.add(widget, 'main');
+      app.shell.activateById(widget.id);
+      return widget;
+    };
+
+    const panel = new PAIPanel({
+      model,
+      openJob: (job: JobSummary) => openJob(job.id, job.name)
+    });
+    app.shell.add(panel, 'left', { rank: 600 });
+    if (restorer) {
+      restorer.add(panel, panel.id);
+      void restorer.restore(tracker, {
+        command: CommandIDs.openJob,
+        args: w => ({ id: w.content.model.jobId }),
+        name: w => w.content.model.jobId
+      });
+    }
+
+    const show = (section: PanelSection) => {
+      model.section = section;
+      app.shell.activateById(panel.id);
+    };
+    /** The job a command is about: its `id` argument, or the current job tab's. */
+    const jobFor = (args: any): JobSummary | null => {
+      const id: string | undefined =
+        (args?.id as string) ?? tracker.currentWidget?.content.model.jobId;
+      if (!id) {
+        return null;
+      }
+      return (
+        model.jobs.find(j => j.id === id) ??
+        tracker.find(w => w.content.model.jobId === id)?.content.model.job ??
+        null
+      );
+    };
+
+    const { commands } = app;
+    commands.addCommand(CommandIDs.openPanel, {
+      label: 'PAI: Show Side Panel',
+      caption: 'Show the PAI side panel',
       execute: () => app.shell.activateById(panel.id)
     });
-    app.commands.addCommand(CommandIDs.refresh, {
+    commands.addCommand(CommandIDs.newJob, {
+      label: 'PAI: New Job',
+      caption: 'Open the launch form for a new GPU job',
+      execute: () => {
+        model.requestForm(null);
+        show('launch');
+      }
+    });
+    commands.addCommand(CommandIDs.showJobs, {
+      label: 'PAI: Show Jobs',
+      execute: () => show('jobs')
+    });
+    commands.addCommand(CommandIDs.showStorage, {
+      label: 'PAI: Browse Storage',
+      execute: () => show('storage')
+    });
+    commands.addCommand(CommandIDs.showCluster, {
+      label: 'PAI: Show Cluster Usage',
+      execute: () => show('cluster')
+    });
+    commands.addCommand(CommandIDs.refresh, {
       label: 'PAI: Refresh',
       execute: () => model.refreshInfo()
     });
-    palette?.addItem({ command: CommandIDs.openPanel, category: 'PAI' });
-    palette?.addItem({ command: CommandIDs.refresh, category: 'PAI' });
+    commands.addCommand(CommandIDs.openJob, {
+      label: args => (args.id ? `PAI: Open Job ${args.id}` : 'PAI: Open Job'),
+      execute: args => {
+        const id = args.id as string | undefined;
+        if (id) {
+          openJob(id, args.name as string | undefined);
+        } else {
+          show('jobs');
+        }
+      }
+    });
+    commands.addCommand(CommandIDs.stopJob, {
+      label: 'PAI: Stop Job',
+      isEnabled: () => !!jobFor({}),
+      execute: async args => {
+        const job = jobFor(args);
+        if (job) {
+          await stopJob(model, job);
+        }
+      }
+    });
+    commands.addCommand(CommandIDs.cloneJob, {
+      label: 'PAI: Clone Job into the Launch Form',
+      isEnabled: () => !!jobFor({}),
+      execute: async args => {
+        const job = jobFor(args);
+        if (job) {
+          await cloneJob(model, job);
+          show('launch');
+        }
+      }
+    });
+    if (palette) {
+      for (const command of [
+        CommandIDs.openPanel,
+        CommandIDs.newJob,
+        CommandIDs.showJobs,
+        CommandIDs.showStorage,
+        CommandIDs.showCluster,
+        CommandIDs.refresh,
+        CommandIDs.stopJob,
+        CommandIDs.cloneJob
+      ]) {
+        palette.addItem({ command, category: 'PAI' });
+      }
+    }
 
-    void model.refreshInfo();
+    if (statusBar) {
+      const item = new PAIStatusItem(model, () => show('jobs'));
+      statusBar.registerStatusItem('jupyter-pai:status', {
+        item,
+        align: 'left',
+        rank: 5,
+        isActive: () => true
+      });
+    }
+
+    model.jobEnded.connect((_, { job }) => {
+      if (!model.settings.notifications) {
+        return;
+      }
+      const actions = [
+        {
+          label: 'Open',
+          callback: () => {
+            openJob(job.id, job.name);
+          }
+        }
+      ];
+      const text = `PAI job ${job.name} ${job.state.toLowerCase()}`;
+      if (job.state === 'SUCCEEDED') {
+        Notification.success(text, { autoClose: 8000, actions });
+      } else if (job.state === 'FAILED') {
+        const code =
+          job.exitCode !== null && job.exitCode !== undefined
+            ? ` (exit code ${job.exitCode})`
+            : '';
+        Notification.error(`${text}${code}`, { autoClose: false, actions });
+      } else {
+        Notification.info(text, { autoClose: 5000, actions });
+      }
+    });
+
+    const applySettings = (settings: ISettingRegistry.ISettings | null) => {
+      const composite = (settings?.composite ?? {}) as Partial<IPAISettings>;
+      model.settings = { ...DEFAULT_SETTINGS, ...composite };
+    };
+    const ready = settingRegistry
+      ? settingRegistry
+          .load(PLUGIN_ID)
+          .then(settings => {
+            applySettings(settings);
+            settings.changed.connect(applySettings);
+          })
+          .catch(reason => {
+            console.warn('jupyter-pai: settings could not be loaded', reason);
+          })
+      : Promise.resolve();
+    void Promise.all([ready, app.restored]).then(() => model.start());
   }
 };
 

@@ -1,11 +1,23 @@
 /**
- * The panel's shared state: what the server said last, refreshed by one poll.
+ * The panel's shared state: what the server said last, refreshed by one poll
+ * that runs while JupyterLab is visible, and the signals the views listen to.
  */
 
+import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { PAIClient, PAIRequestError } from './api';
-import type { Info } from './models';
+import {
+  isTerminal,
+  type Image,
+  type Info,
+  type JobState,
+  type JobSummary,
+  type Storage,
+  type VirtualCluster
+} from './models';
+import type { JobForm } from './spec';
+import { JobValidator } from './validate';
 
 /** A one-line description of any error, for panels ("cluster unreachable: …"). */
 export function describeError(error: unknown): string {
@@ -18,33 +30,278 @@ export function describeError(error: unknown): string {
   return String(error);
 }
 
-export class PAIModel {
-  constructor(readonly client: PAIClient = new PAIClient()) {}
+/** The user's settings (schema/plugin.json). */
+export interface IPAISettings {
+  defaultVirtualCluster: string;
+  defaultImage: string;
+  /** Seconds between refreshes. */
+  refreshInterval: number;
+  notifications: boolean;
+  /** KiB of a log the viewer reads at a time. */
+  logChunkKiB: number;
+}
 
+export const DEFAULT_SETTINGS: IPAISettings = {
+  defaultVirtualCluster: '',
+  defaultImage: '',
+  refreshInterval: 5,
+  notifications: true,
+  logChunkKiB: 512
+};
+
+/** A job of the user's that reached a final state while we watched. */
+export interface IJobEnded {
+  job: JobSummary;
+  previous: JobState;
+}
+
+export type PanelSection = 'launch' | 'jobs' | 'storage' | 'cluster';
+
+export class PAIModel {
+  constructor(readonly client: PAIClient = new PAIClient()) {
+    this._poll = new Poll({
+      auto: false,
+      factory: () => this.refresh(),
+      frequency: {
+        interval: DEFAULT_SETTINGS.refreshInterval * 1000,
+        backoff: true,
+        max: 60 * 1000
+      },
+      name: 'jupyter-pai:refresh',
+      standby: 'when-hidden'
+    });
+  }
+
+  /** Anything changed: info, virtual clusters, jobs, errors, section. */
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  get jobEnded(): ISignal<this, IJobEnded> {
+    return this._jobEnded;
+  }
+
+  /** The launch form should show this job (clone, import, new). */
+  get formRequested(): ISignal<this, JobForm | null> {
+    return this._formRequested;
+  }
+
+  /** A storage path to mount in the form being edited. */
+  get mountRequested(): ISignal<this, { storage: string; path: string }> {
+    return this._mountRequested;
+  }
+
+  get settings(): IPAISettings {
+    return this._settings;
+  }
+
+  set settings(value: IPAISettings) {
+    this._settings = { ...DEFAULT_SETTINGS, ...value };
+    const interval = Math.max(1, this._settings.refreshInterval) * 1000;
+    this._poll.frequency = { ...this._poll.frequency, interval };
+    this._changed.emit();
   }
 
   get info(): Info | null {
     return this._info;
   }
 
-  /** Why the last refresh failed, or null. */
+  /** Why GET info failed (the server extension or cluster is unreachable), or null. */
   get infoError(): string | null {
     return this._infoError;
   }
 
-  async refreshInfo(): Promise<void> {
+  get virtualClusters(): VirtualCluster[] {
+    return this._vcs;
+  }
+
+  get images(): Image[] {
+    return this._images;
+  }
+
+  get storages(): Storage[] {
+    return this._storages;
+  }
+
+  get jobs(): JobSummary[] {
+    return this._jobs;
+  }
+
+  /** Jobs and clusters were read at least once. */
+  get loaded(): boolean {
+    return this._loaded;
+  }
+
+  /** Why the last refresh failed, or null. */
+  get error(): string | null {
+    return this._error;
+  }
+
+  get lastRefresh(): Date | null {
+    return this._lastRefresh;
+  }
+
+  get section(): PanelSection {
+    return this._section;
+  }
+
+  set section(value: PanelSection) {
+    if (value !== this._section) {
+      this._section = value;
+      this._changed.emit();
+    }
+  }
+
+  virtualCluster(name: string): VirtualCluster | undefined {
+    return this._vcs.find(vc => vc.name === name);
+  }
+
+  /** The current user's jobs (all jobs when the user is not known yet). */
+  myJobs(): JobSummary[] {
+    const user = this._info?.user;
+    return user ? this._jobs.filter(j => j.user === user) : this._jobs;
+  }
+
+  /** Start refreshing (once the settings are read). */
+  async start(): Promise<void> {
+    await this.refreshCatalogues();
+    void this._poll.start();
+  }
+
+  /** Refresh now (the refresh button, after a submit or stop). */
+  async refreshNow(): Promise<void> {
+    await this._poll.refresh();
+    await this._poll.tick;
+  }
+
+  /** Info, images and storages change rarely: read them at start and on demand. */
+  async refreshCatalogues(): Promise<void> {
     try {
       this._info = await this.client.info();
       this._infoError = null;
     } catch (error) {
       this._infoError = describeError(error);
     }
+    const [images, storages] = await Promise.allSettled([
+      this.client.images(),
+      this.client.storages()
+    ]);
+    if (images.status === 'fulfilled') {
+      this._images = images.value;
+    }
+    if (storages.status === 'fulfilled') {
+      this._storages = storages.value;
+    }
     this._changed.emit();
   }
 
+  /** Kept for the phase 1 command; refreshes everything. */
+  async refreshInfo(): Promise<void> {
+    await this.refreshCatalogues();
+    await this.refreshNow();
+  }
+
+  /** One poll: jobs and virtual clusters. Throws so the poll backs off. */
+  async refresh(): Promise<void> {
+    try {
+      const [jobs, vcs] = await Promise.all([
+        this.client.jobs(),
+        this.client.virtualClusters()
+      ]);
+      if (this._infoError) {
+        // The server came back: read what we could not before.
+        void this.refreshCatalogues();
+      }
+      this._noticeEnded(jobs);
+      this._jobs = jobs;
+      this._vcs = vcs;
+      this._error = null;
+      this._loaded = true;
+      this._lastRefresh = new Date();
+      this._changed.emit();
+    } catch (error) {
+      this._error = describeError(error);
+      this._changed.emit();
+      throw error;
+    }
+  }
+
+  /** The schema validator, fetched once (null while unavailable). */
+  async validator(): Promise<JobValidator | null> {
+    if (!this._validator) {
+      this._validator = this.client
+        .schema()
+        .then(schema => new JobValidator(schema))
+        .catch(error => {
+          this._validator = null;
+          console.warn('jupyter-pai: no job schema for validation', error);
+          return null;
+        });
+    }
+    return this._validator;
+  }
+
+  requestForm(form: JobForm | null): void {
+    this.section = 'launch';
+    this._formRequested.emit(form);
+  }
+
+  requestMount(storage: string, path: string): void {
+    this.section = 'launch';
+    this._mountRequested.emit({ storage, path });
+  }
+
+  /** Update one job in the list at once (after stop), before the next poll. */
+  updateJob(job: JobSummary): void {
+    const i = this._jobs.findIndex(j => j.id === job.id);
+    if (i >= 0) {
+      this._jobs = [...this._jobs];
+      this._jobs[i] = { ...this._jobs[i], ...job };
+    } else {
+      this._jobs = [job, ...this._jobs];
+    }
+    this._changed.emit();
+  }
+
+  dispose(): void {
+    this._poll.dispose();
+    Signal.clearData(this);
+  }
+
+  private _noticeEnded(jobs: JobSummary[]): void {
+    const user = this._info?.user;
+    for (const job of jobs) {
+      const previous = this._states.get(job.id);
+      if (
+        previous !== undefined &&
+        !isTerminal(previous) &&
+        isTerminal(job.state) &&
+        (!user || job.user === user)
+      ) {
+        this._jobEnded.emit({ job, previous });
+      }
+      this._states.set(job.id, job.state);
+    }
+  }
+
+  private _poll: Poll;
+  private _settings: IPAISettings = DEFAULT_SETTINGS;
   private _info: Info | null = null;
   private _infoError: string | null = null;
+  private _vcs: VirtualCluster[] = [];
+  private _images: Image[] = [];
+  private _storages: Storage[] = [];
+  private _jobs: JobSummary[] = [];
+  private _loaded = false;
+  private _error: string | null = null;
+  private _lastRefresh: Date | null = null;
+  private _section: PanelSection = 'jobs';
+  private _states = new Map<string, JobState>();
+  private _validator: Promise<JobValidator | null> | null = null;
   private _changed = new Signal<this, void>(this);
+  private _jobEnded = new Signal<this, IJobEnded>(this);
+  private _formRequested = new Signal<this, JobForm | null>(this);
+  private _mountRequested = new Signal<this, { storage: string; path: string }>(
+    this
+  );
 }

@@ -43,7 +43,8 @@ export type DateTime = string;
 export interface Resources {
   gpu: number;
   cpu: number;
-  memoryMb: number;
+  /** `memoryMB`, as in the job protocol. */
+  memoryMB: number;
 }
 
 export interface TaskStatus {

@@ -15,6 +15,4 @@ export namespace CommandIDs {
   export const openJob = 'jupyter-pai:open-job';
   export const stopJob = 'jupyter-pai:stop-job';
   export const cloneJob = 'jupyter-pai:clone-job';
-  export const importYaml = 'jupyter-pai:import-yaml';
-  export const exportYaml = 'jupyter-pai:export-yaml';
 }

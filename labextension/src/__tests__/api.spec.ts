@@ -148,12 +148,12 @@ describe('PAIClient', () => {
   it('accepts lists bare or wrapped', async () => {
     const vc: VirtualCluster = {
       name: 'research',
-      capacity: { gpu: 32, cpu: 256, memoryMb: 1 << 20 },
-      used: { gpu: 24, cpu: 100, memoryMb: 1000 },
-      free: { gpu: 8, cpu: 156, memoryMb: 1000 },
+      capacity: { gpu: 32, cpu: 256, memoryMB: 1 << 20 },
+      used: { gpu: 24, cpu: 100, memoryMB: 1000 },
+      free: { gpu: 8, cpu: 156, memoryMB: 1000 },
       runningJobs: 3,
       queuedJobs: 1,
-      queued: { gpu: 8, cpu: 8, memoryMb: 0 }
+      queued: { gpu: 8, cpu: 8, memoryMB: 0 }
     };
     const server = new FakeServer()
       .json('GET', 'pai/api/virtual-clusters', [vc])

@@ -1,0 +1,104 @@
+/** Every virtual cluster's GPUs: used, free and asked for by waiting jobs. */
+
+import * as React from 'react';
+
+import type { VirtualCluster } from './models';
+import { PAIModel } from './model';
+
+function pct(part: number, whole: number): string {
+  return whole > 0 ? `${Math.min(100, (100 * part) / whole)}%` : '0%';
+}
+
+export function VcUsage(props: { vc: VirtualCluster }): JSX.Element {
+  const { vc } = props;
+  const cap = vc.capacity.gpu;
+  const label = `${vc.name}: ${vc.used.gpu} of ${cap} GPUs used, ${vc.free.gpu} free, ${vc.queued.gpu} asked for by ${vc.queuedJobs} waiting job${vc.queuedJobs === 1 ? '' : 's'}`;
+  return (
+    <div className="jp-PAI-vc" data-vc={vc.name}>
+      <div className="jp-PAI-vc-head">
+        <strong>{vc.name}</strong>
+        <span className="jp-PAI-muted">
+          {vc.free.gpu}/{cap} GPUs free
+        </span>
+      </div>
+      <div
+        className="jp-PAI-bar"
+        role="meter"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={cap}
+        aria-valuenow={vc.used.gpu}
+        title={label}
+      >
+        <div
+          className="jp-PAI-bar-used"
+          style={{ width: pct(vc.used.gpu, cap) }}
+        />
+      </div>
+      <div className="jp-PAI-vc-stats">
+        <span>
+          <span className="jp-PAI-swatch jp-PAI-swatch-used" /> used{' '}
+          {vc.used.gpu}
+        </span>
+        <span>
+          <span className="jp-PAI-swatch jp-PAI-swatch-free" /> free{' '}
+          {vc.free.gpu}
+        </span>
+        <span>
+          queued {vc.queued.gpu} GPU{vc.queued.gpu === 1 ? '' : 's'} (
+          {vc.queuedJobs} job
+          {vc.queuedJobs === 1 ? '' : 's'})
+        </span>
+        <span>running {vc.runningJobs}</span>
+      </div>
+      {vc.description && <div className="jp-PAI-hint">{vc.description}</div>}
+    </div>
+  );
+}
+
+export function ClusterView(props: { model: PAIModel }): JSX.Element {
+  const { model } = props;
+  const vcs = model.virtualClusters;
+  if (!model.loaded) {
+    return model.error ? (
+      <div className="jp-PAI-error" role="alert">
+        {model.error}
+      </div>
+    ) : (
+      <div className="jp-PAI-empty">Loading virtual clusters…</div>
+    );
+  }
+  if (!vcs.length) {
+    return (
+      <div className="jp-PAI-empty">
+        No virtual cluster is available to you.
+      </div>
+    );
+  }
+  const total = vcs.reduce(
+    (t, vc) => ({
+      cap: t.cap + vc.capacity.gpu,
+      used: t.used + vc.used.gpu,
+      queued: t.queued + vc.queuedJobs
+    }),
+    { cap: 0, used: 0, queued: 0 }
+  );
+  return (
+    <div className="jp-PAI-cluster">
+      {model.error && (
+        <div className="jp-PAI-error" role="alert">
+          {model.error}
+        </div>
+      )}
+      <div className="jp-PAI-hint">
+        {total.used} of {total.cap} GPUs in use across {vcs.length} virtual
+        cluster
+        {vcs.length === 1 ? '' : 's'}; {total.queued} job
+        {total.queued === 1 ? '' : 's'} waiting.
+      </div>
+      {vcs.map(vc => (
+        <VcUsage key={vc.name} vc={vc} />
+      ))}
+    </div>
+  );
+}

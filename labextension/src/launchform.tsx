@@ -1,0 +1,1152 @@
+/**
+ * The launch form: virtual cluster, image, task roles, parameters, storages,
+ * gang; or the same job as protocol v2 YAML, validated as it is typed.
+ */
+
+import { Notification } from '@jupyterlab/apputils';
+import * as React from 'react';
+
+import { PAIRequestError } from './api';
+import type { FieldError, JobDetail, VirtualCluster } from './models';
+import { describeError, PAIModel } from './model';
+import {
+  assignErrors,
+  catalogueEntry,
+  checkForm,
+  formToSpec,
+  newJobForm,
+  newRole,
+  specToForm,
+  specToYaml,
+  totalGpus,
+  uniqueRoleName,
+  yamlToSpec,
+  type JobForm,
+  type MountForm,
+  type RoleForm
+} from './spec';
+import {
+  locateErrors,
+  validateYaml,
+  type JobValidator,
+  type LocatedError
+} from './validate';
+
+type Mode = 'form' | 'yaml';
+
+export interface ILaunchFormProps {
+  model: PAIModel;
+  /** Called with the created job (to open its detail). */
+  onSubmitted?: (job: JobDetail) => void;
+}
+
+/** Field paths the form shows, for matching server errors to fields. */
+export function formFieldPaths(form: JobForm): string[] {
+  const paths = [
+    'name',
+    'defaults.virtualCluster',
+    'defaults',
+    'prerequisites',
+    'jobRetryCount',
+    'parameters',
+    'extras.gangAllocation',
+    'extras.storages',
+    'taskRoles'
+  ];
+  form.storages.forEach((_, i) => {
+    paths.push(
+      `extras.storages.${i}`,
+      `extras.storages.${i}.name`,
+      `extras.storages.${i}.mountPath`
+    );
+  });
+  for (const role of form.roles) {
+    const at = `taskRoles.${role.name}`;
+    paths.push(
+      at,
+      `${at}.instances`,
+      `${at}.resourcePerInstance.cpu`,
+      `${at}.resourcePerInstance.memoryMB`,
+      `${at}.resourcePerInstance.gpu`,
+      `${at}.resourcePerInstance.ports`,
+      `${at}.commands`,
+      `${at}.taskRetryCount`,
+      `${at}.dockerImage`
+    );
+  }
+  return paths;
+}
+
+let fieldCounter = 0;
+
+function useFieldId(prefix: string): string {
+  const ref = React.useRef<string>();
+  if (!ref.current) {
+    ref.current = `jp-PAI-${prefix}-${++fieldCounter}`;
+  }
+  return ref.current;
+}
+
+/** A labelled field with its errors underneath (aria-describedby). */
+function Field(props: {
+  label: string;
+  path: string;
+  errors: Map<string, FieldError[]>;
+  hint?: React.ReactNode;
+  children: (id: string, describedBy: string | undefined) => React.ReactNode;
+  className?: string;
+}): JSX.Element {
+  const id = useFieldId('field');
+  const errors = props.errors.get(props.path) ?? [];
+  const errorId = errors.length ? `${id}-errors` : undefined;
+  return (
+    <div
+      className={`jp-PAI-field ${props.className ?? ''} ${errors.length ? 'jp-mod-invalid' : ''}`}
+      data-path={props.path}
+    >
+      <label htmlFor={id}>{props.label}</label>
+      {props.children(id, errorId)}
+      {props.hint && <div className="jp-PAI-hint">{props.hint}</div>}
+      {errors.length > 0 && (
+        <ul className="jp-PAI-field-errors" id={errorId} role="alert">
+          {errors.map((e, i) => (
+            <li key={i}>{e.message}</li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+function intValue(text: string, fallback = 0): number {
+  const n = parseInt(text, 10);
+  return Number.isFinite(n) ? n : fallback;
+}
+
+function floatValue(text: string, fallback = 0): number {
+  const n = parseFloat(text);
+  return Number.isFinite(n) ? n : fallback;
+}
+
+function vcLabel(vc: VirtualCluster): string {
+  const queued = vc.queuedJobs ? `, ${vc.queuedJobs} waiting` : '';
+  return `${vc.name} — ${vc.free.gpu} of ${vc.capacity.gpu} GPUs free${queued}`;
+}
+
+/** Ports as `label:count` pairs separated by commas or spaces. */
+function PortsInput(props: {
+  id: string;
+  describedBy?: string;
+  ports: RoleForm['ports'];
+  onChange: (ports: RoleForm['ports']) => void;
+}): JSX.Element {
+  const [text, setText] = React.useState(
+    props.ports.map(p => `${p.label}:${p.count}`).join(', ')
+  );
+  return (
+    <input
+      id={props.id}
+      aria-describedby={props.describedBy}
+      className="jp-mod-styled jp-PAI-input"
+      placeholder="http:1, ssh:1"
+      value={text}
+      onChange={e => {
+        setText(e.target.value);
+        const ports = e.target.value
+          .split(/[\s,]+/)
+          .filter(Boolean)
+          .map(pair => {
+            const [label, count] = pair.split(':');
+            return { label, count: count ? intValue(count, 1) : 1 };
+          });
+        props.onChange(ports);
+      }}
+    />
+  );
+}
+
+function RoleEditor(props: {
+  role: RoleForm;
+  index: number;
+  canRemove: boolean;
+  vc: VirtualCluster | undefined;
+  errors: Map<string, FieldError[]>;
+  onChange: (role: RoleForm) => void;
+  onRemove: () => void;
+}): JSX.Element {
+  const { role, vc, errors } = props;
+  const at = `taskRoles.${role.name}`;
+  const set = (patch: Partial<RoleForm>) =>
+    props.onChange({ ...role, ...patch });
+  const maxGpu = vc ? vc.capacity.gpu : undefined;
+  return (
+    <fieldset className="jp-PAI-role" aria-label={`task role ${role.name}`}>
+      <legend>Task role {props.index + 1}</legend>
+      <div className="jp-PAI-row">
+        <Field
+          label="Role name"
+          path={at}
+          errors={errors}
+          className="jp-PAI-grow"
+        >
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              className="jp-mod-styled jp-PAI-input"
+              value={role.name}
+              onChange={e => set({ name: e.target.value })}
+            />
+          )}
+        </Field>
+        {props.canRemove && (
+          <button
+            type="button"
+            className="jp-mod-styled jp-PAI-icon-button"
+            title={`Remove role ${role.name}`}
+            aria-label={`Remove role ${role.name}`}
+            onClick={props.onRemove}
+          >
+            ✕
+          </button>
+        )}
+      </div>
+      <div className="jp-PAI-row">
+        <Field label="Instances" path={`${at}.instances`} errors={errors}>
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              min={1}
+              className="jp-mod-styled jp-PAI-input jp-PAI-number"
+              value={role.instances}
+              onChange={e => set({ instances: intValue(e.target.value, 1) })}
+            />
+          )}
+        </Field>
+        <Field
+          label="GPUs / instance"
+          path={`${at}.resourcePerInstance.gpu`}
+          errors={errors}
+        >
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              min={0}
+              max={maxGpu}
+              className="jp-mod-styled jp-PAI-input jp-PAI-number"
+              value={role.gpu}
+              onChange={e => {
+                let gpu = Math.max(0, intValue(e.target.value, 0));
+                if (maxGpu !== undefined) {
+                  gpu = Math.min(gpu, maxGpu);
+                }
+                set({ gpu });
+              }}
+            />
+          )}
+        </Field>
+        <Field
+          label="CPUs"
+          path={`${at}.resourcePerInstance.cpu`}
+          errors={errors}
+        >
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              min={0}
+              step="any"
+              className="jp-mod-styled jp-PAI-input jp-PAI-number"
+              value={role.cpu}
+              onChange={e => set({ cpu: floatValue(e.target.value, 0) })}
+            />
+          )}
+        </Field>
+        <Field
+          label="Memory (MB)"
+          path={`${at}.resourcePerInstance.memoryMB`}
+          errors={errors}
+        >
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              min={0}
+              step={1024}
+              className="jp-mod-styled jp-PAI-input jp-PAI-number"
+              value={role.memoryMB}
+              onChange={e => set({ memoryMB: intValue(e.target.value, 0) })}
+            />
+          )}
+        </Field>
+      </div>
+      <Field
+        label="Command (one shell line per line)"
+        path={`${at}.commands`}
+        errors={errors}
+      >
+        {(id, d) => (
+          <textarea
+            id={id}
+            aria-describedby={d}
+            className="jp-mod-styled jp-PAI-input jp-PAI-code"
+            rows={3}
+            spellCheck={false}
+            placeholder="torchrun --nproc_per_node=$PAI_RESOURCE_GPU train.py"
+            value={role.command}
+            onChange={e => set({ command: e.target.value })}
+          />
+        )}
+      </Field>
+      <div className="jp-PAI-row">
+        <Field
+          label="Ports"
+          path={`${at}.resourcePerInstance.ports`}
+          errors={errors}
+          className="jp-PAI-grow"
+        >
+          {(id, d) => (
+            <PortsInput
+              id={id}
+              describedBy={d}
+              ports={role.ports}
+              onChange={ports => set({ ports })}
+            />
+          )}
+        </Field>
+        <Field
+          label="Task retries"
+          path={`${at}.taskRetryCount`}
+          errors={errors}
+        >
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              type="number"
+              min={0}
+              className="jp-mod-styled jp-PAI-input jp-PAI-number"
+              value={role.taskRetryCount}
+              onChange={e =>
+                set({
+                  taskRetryCount: Math.max(0, intValue(e.target.value, 0))
+                })
+              }
+            />
+          )}
+        </Field>
+      </div>
+    </fieldset>
+  );
+}
+
+function download(filename: string, text: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function LaunchForm(props: ILaunchFormProps): JSX.Element {
+  const { model } = props;
+  const [form, setForm] = React.useState<JobForm>(() =>
+    newJobForm({
+      virtualCluster: model.settings.defaultVirtualCluster,
+      image: model.settings.defaultImage
+    })
+  );
+  const [formKey, setFormKey] = React.useState(0);
+  const [mode, setMode] = React.useState<Mode>('form');
+  const [yaml, setYaml] = React.useState('');
+  const [yamlErrors, setYamlErrors] = React.useState<LocatedError[]>([]);
+  const [errors, setErrors] = React.useState<FieldError[]>([]);
+  const [message, setMessage] = React.useState<string | null>(null);
+  const [submitting, setSubmitting] = React.useState(false);
+  const [customImage, setCustomImage] = React.useState(false);
+  const [validator, setValidator] = React.useState<JobValidator | null>(null);
+  const fileInput = React.useRef<HTMLInputElement>(null);
+  const yamlArea = React.useRef<HTMLTextAreaElement>(null);
+  const attempted = React.useRef(false);
+
+  const vcs = model.virtualClusters;
+  const images = model.images;
+  const vc = model.virtualCluster(form.virtualCluster);
+
+  React.useEffect(() => {
+    void model.validator().then(setValidator);
+  }, [model]);
+
+  // Fill in the virtual cluster and image once the server has listed them.
+  React.useEffect(() => {
+    setForm(f => {
+      let next = f;
+      if (!next.virtualCluster && vcs.length) {
+        const preferred =
+          vcs.find(v => v.name === model.settings.defaultVirtualCluster) ??
+          [...vcs].sort((a, b) => b.free.gpu - a.free.gpu)[0];
+        next = { ...next, virtualCluster: preferred.name };
+      }
+      if (!next.image && images.length) {
+        const wanted = catalogueEntry(images, model.settings.defaultImage);
+        next = { ...next, image: (wanted ?? images[0]).uri };
+      } else if (next.image && !catalogueEntry(images, next.image)) {
+        setCustomImage(images.length > 0 || !!next.image);
+      }
+      const named = catalogueEntry(images, next.image);
+      if (named && named.uri !== next.image) {
+        next = { ...next, image: named.uri };
+      }
+      return next;
+    });
+  }, [vcs, images]);
+
+  const load = React.useCallback((next: JobForm, asMode: Mode = 'form') => {
+    setForm(next);
+    setFormKey(k => k + 1);
+    setErrors([]);
+    setMessage(null);
+    attempted.current = false;
+    setCustomImage(!!next.image && !catalogueEntry(model.images, next.image));
+    if (asMode === 'yaml') {
+      setYaml(specToYaml(formToSpec(next)));
+    }
+    setMode(asMode);
+  }, []);
+
+  // Clone, "new job", storage mounts: requests from other views.
+  React.useEffect(() => {
+    const onForm = (_: PAIModel, requested: JobForm | null) => {
+      load(
+        requested ??
+          newJobForm({
+            virtualCluster: model.settings.defaultVirtualCluster,
+            image: model.settings.defaultImage
+          })
+      );
+    };
+    const onMount = (
+      _: PAIModel,
+      { storage, path }: { storage: string; path: string }
+    ) => {
+      setForm(f => {
+        if (f.storages.some(s => s.name === storage)) {
+          return f;
+        }
+        const mountPath =
+          model.storages.find(s => s.name === storage)?.mountPath ?? '';
+        return {
+          ...f,
+          storages: [
+            ...f.storages,
+            { name: storage, mountPath, readOnly: false }
+          ]
+        };
+      });
+      void path;
+    };
+    model.formRequested.connect(onForm);
+    model.mountRequested.connect(onMount);
+    return () => {
+      model.formRequested.disconnect(onForm);
+      model.mountRequested.disconnect(onMount);
+    };
+  }, [model, load]);
+
+  // Validate the YAML as it is typed (debounced).
+  React.useEffect(() => {
+    if (mode !== 'yaml') {
+      return;
+    }
+    const timer = setTimeout(() => {
+      setYamlErrors(validateYaml(yaml, validator).errors);
+    }, 150);
+    return () => clearTimeout(timer);
+  }, [yaml, mode, validator]);
+
+  // Local checks show once the user has tried to submit, then live.
+  const localErrors = attempted.current ? checkForm(form, vc) : [];
+  const shown = [...errors, ...localErrors];
+  const { byField, unmatched } = assignErrors(shown, formFieldPaths(form));
+
+  const update = (patch: Partial<JobForm>) => {
+    setForm(f => ({ ...f, ...patch }));
+    // A server error is about what was sent; editing makes it stale.
+    if (errors.length) {
+      setErrors([]);
+    }
+  };
+
+  const switchMode = (next: Mode) => {
+    if (next === mode) {
+      return;
+    }
+    if (next === 'yaml') {
+      setYaml(specToYaml(formToSpec(form)));
+      setErrors([]);
+      setMode('yaml');
+      return;
+    }
+    const result = validateYaml(yaml, null);
+    if (!result.job) {
+      setYamlErrors(result.errors);
+      setMessage('Fix the YAML before going back to the form.');
+      return;
+    }
+    load(specToForm(result.job));
+  };
+
+  const importFile = async (file: File) => {
+    const text = await file.text();
+    try {
+      const spec = file.name.endsWith('.json')
+        ? JSON.parse(text)
+        : yamlToSpec(text);
+      if (spec.taskRoles) {
+        load(specToForm(spec));
+        Notification.info(`Imported ${file.name}`, { autoClose: 3000 });
+        return;
+      }
+    } catch {
+      // Not readable as a job: show it in the YAML editor with its errors.
+    }
+    setYaml(text);
+    setMode('yaml');
+    setMessage(
+      `${file.name} opened as YAML: see the problems listed below it.`
+    );
+  };
+
+  const exportFile = () => {
+    const text = mode === 'yaml' ? yaml : specToYaml(formToSpec(form));
+    let name = form.name || 'job';
+    if (mode === 'yaml') {
+      try {
+        name = yamlToSpec(yaml).name || name;
+      } catch {
+        // keep the form's name
+      }
+    }
+    download(`${name}.yaml`, text, 'text/yaml');
+  };
+
+  const submit = async (event?: React.FormEvent) => {
+    event?.preventDefault();
+    if (submitting) {
+      return;
+    }
+    setMessage(null);
+    setErrors([]);
+    let body: string | Record<string, any>;
+    if (mode === 'form') {
+      attempted.current = true;
+      const problems = checkForm(form, vc);
+      if (problems.length) {
+        setMessage(
+          `${problems.length} field${problems.length > 1 ? 's need' : ' needs'} attention.`
+        );
+        focusFirstError();
+        return;
+      }
+      body = formToSpec(form);
+    } else {
+      const result = validateYaml(yaml, validator);
+      setYamlErrors(result.errors);
+      if (!result.job || result.errors.length) {
+        setMessage(
+          'The YAML has problems (listed below); the job was not submitted.'
+        );
+        return;
+      }
+      body = yaml;
+    }
+    setSubmitting(true);
+    try {
+      const job = await model.client.submitJob(body);
+      attempted.current = false;
+      const warnings: FieldError[] = (job as any).warnings ?? [];
+      Notification.success(
+        `Submitted ${job.name} to ${job.virtualCluster}` +
+          (job.state === 'WAITING' && job.waitingReason
+            ? `: ${job.waitingReason}`
+            : ''),
+        { autoClose: 5000 }
+      );
+      if (warnings.length) {
+        Notification.warning(
+          `${job.name}: ${warnings.map(w => (w.path ? `${w.path}: ${w.message}` : w.message)).join('; ')}`,
+          { autoClose: 10000 }
+        );
+      }
+      // A new name for the next job, so "submit again" does not collide.
+      update({
+        name: `${form.name.replace(/-\d+$/, '')}-${Date.now() % 100000}`
+      });
+      void model.refreshNow();
+      props.onSubmitted?.(job);
+    } catch (error) {
+      if (error instanceof PAIRequestError) {
+        let fieldErrors = error.errors;
+        if (!fieldErrors.length && error.status === 409) {
+          fieldErrors = [{ path: 'name', message: error.message }];
+        }
+        if (mode === 'yaml') {
+          setYamlErrors(locateErrors(yaml, fieldErrors));
+        } else {
+          setErrors(fieldErrors);
+          focusFirstError();
+        }
+        setMessage(error.describe());
+      } else {
+        setMessage(describeError(error));
+      }
+    } finally {
+      setSubmitting(false);
+    }
+  };
+
+  const focusFirstError = () => {
+    requestAnimationFrame(() => {
+      const el = document.querySelector<HTMLElement>(
+        '.jp-PAI-launch .jp-mod-invalid input, .jp-PAI-launch .jp-mod-invalid textarea, .jp-PAI-launch .jp-mod-invalid select'
+      );
+      el?.focus();
+    });
+  };
+
+  const goToLine = (line: number | undefined) => {
+    const area = yamlArea.current;
+    if (!area || !line) {
+      return;
+    }
+    const lines = area.value.split('\n');
+    const start = lines
+      .slice(0, line - 1)
+      .reduce((n, l) => n + l.length + 1, 0);
+    area.focus();
+    area.setSelectionRange(start, start + (lines[line - 1]?.length ?? 0));
+    const lineHeight = area.scrollHeight / Math.max(lines.length, 1);
+    area.scrollTop = Math.max(0, (line - 3) * lineHeight);
+  };
+
+  const gpus = totalGpus(form);
+  const waitHint =
+    vc && form.gang && gpus > vc.free.gpu && gpus <= vc.capacity.gpu
+      ? `Needs ${gpus} GPUs at once; ${vc.free.gpu} free now — the job will wait in ${vc.name}'s queue.`
+      : null;
+  const entry = catalogueEntry(images, form.image);
+
+  return (
+    <form className="jp-PAI-launch" onSubmit={submit} noValidate>
+      <div className="jp-PAI-toolbar" role="toolbar" aria-label="Launch form">
+        <div className="jp-PAI-segmented" role="group" aria-label="Editor">
+          <button
+            type="button"
+            className={`jp-mod-styled ${mode === 'form' ? 'jp-mod-active' : ''}`}
+            aria-pressed={mode === 'form'}
+            onClick={() => switchMode('form')}
+          >
+            Form
+          </button>
+          <button
+            type="button"
+            className={`jp-mod-styled ${mode === 'yaml' ? 'jp-mod-active' : ''}`}
+            aria-pressed={mode === 'yaml'}
+            onClick={() => switchMode('yaml')}
+          >
+            Edit as YAML
+          </button>
+        </div>
+        <span className="jp-PAI-spacer" />
+        <button
+          type="button"
+          className="jp-mod-styled jp-PAI-link-button"
+          onClick={() => fileInput.current?.click()}
+          title="Import an OpenPAI job file (YAML or JSON)"
+        >
+          Import
+        </button>
+        <button
+          type="button"
+          className="jp-mod-styled jp-PAI-link-button"
+          onClick={exportFile}
+          title="Download the job as protocol v2 YAML"
+        >
+          Export
+        </button>
+        <button
+          type="button"
+          className="jp-mod-styled jp-PAI-link-button"
+          onClick={() => model.requestForm(null)}
+          title="Start over with a new job"
+        >
+          New
+        </button>
+        <input
+          ref={fileInput}
+          type="file"
+          accept=".yaml,.yml,.json,application/yaml,application/json,text/yaml"
+          hidden
+          onChange={e => {
+            const file = e.target.files?.[0];
+            if (file) {
+              void importFile(file);
+            }
+            e.target.value = '';
+          }}
+        />
+      </div>
+
+      {message && (
+        <div className="jp-PAI-error" role="alert">
+          {message}
+          {unmatched.length > 0 && (
+            <ul>
+              {unmatched.map((e, i) => (
+                <li key={i}>
+                  {e.path ? <code>{e.path}</code> : null}
+                  {e.path ? ': ' : ''}
+                  {e.message}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+
+      {mode === 'yaml' ? (
+        <div className="jp-PAI-yaml">
+          <label htmlFor="jp-PAI-yaml-text" className="jp-PAI-sr-only">
+            Job as protocol v2 YAML
+          </label>
+          <textarea
+            id="jp-PAI-yaml-text"
+            ref={yamlArea}
+            className="jp-mod-styled jp-PAI-input jp-PAI-code jp-PAI-yaml-text"
+            spellCheck={false}
+            value={yaml}
+            aria-invalid={yamlErrors.length > 0}
+            aria-describedby="jp-PAI-yaml-errors"
+            onChange={e => setYaml(e.target.value)}
+          />
+          <div id="jp-PAI-yaml-errors" aria-live="polite">
+            {yamlErrors.length === 0 ? (
+              <div className="jp-PAI-ok">
+                {validator ? 'Valid protocol v2 job.' : 'YAML is well formed.'}
+              </div>
+            ) : (
+              <ul className="jp-PAI-field-errors jp-PAI-yaml-errors">
+                {yamlErrors.map((e, i) => (
+                  <li key={i}>
+                    <button
+                      type="button"
+                      className="jp-PAI-link-button"
+                      onClick={() => goToLine(e.line)}
+                      disabled={!e.line}
+                    >
+                      {e.line ? `line ${e.line}` : 'job'}
+                    </button>{' '}
+                    {e.path ? <code>{e.path}</code> : null}
+                    {e.path ? ': ' : ''}
+                    {e.message}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </div>
+        </div>
+      ) : (
+        <div className="jp-PAI-form-fields" key={formKey}>
+          <Field label="Job name" path="name" errors={byField}>
+            {(id, d) => (
+              <input
+                id={id}
+                aria-describedby={d}
+                className="jp-mod-styled jp-PAI-input"
+                value={form.name}
+                onChange={e => update({ name: e.target.value })}
+              />
+            )}
+          </Field>
+
+          <Field
+            label="Virtual cluster"
+            path="defaults.virtualCluster"
+            errors={byField}
+            hint={
+              vc
+                ? `${vc.used.gpu} used, ${vc.free.gpu} free of ${vc.capacity.gpu} GPUs; ${vc.runningJobs} running, ${vc.queuedJobs} waiting`
+                : vcs.length
+                  ? null
+                  : (model.error ?? 'Loading virtual clusters…')
+            }
+          >
+            {(id, d) => (
+              <select
+                id={id}
+                aria-describedby={d}
+                className="jp-mod-styled jp-PAI-input"
+                value={form.virtualCluster}
+                onChange={e => update({ virtualCluster: e.target.value })}
+              >
+                {!vc && (
+                  <option value={form.virtualCluster}>
+                    {form.virtualCluster || '(default)'}
+                  </option>
+                )}
+                {vcs.map(v => (
+                  <option key={v.name} value={v.name}>
+                    {vcLabel(v)}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+
+          <Field
+            label="Image"
+            path="prerequisites"
+            errors={byField}
+            hint={
+              entry?.description ??
+              (customImage ? 'Any image your cluster can pull.' : null)
+            }
+          >
+            {(id, d) => (
+              <div className="jp-PAI-row">
+                <select
+                  id={id}
+                  aria-describedby={d}
+                  className="jp-mod-styled jp-PAI-input jp-PAI-grow"
+                  value={customImage || !entry ? '__custom__' : entry.uri}
+                  onChange={e => {
+                    if (e.target.value === '__custom__') {
+                      setCustomImage(true);
+                    } else {
+                      setCustomImage(false);
+                      update({ image: e.target.value });
+                    }
+                  }}
+                >
+                  {images.map(i => (
+                    <option key={i.name} value={i.uri}>
+                      {i.name}
+                      {i.gpu ? '' : ' (CPU)'}
+                    </option>
+                  ))}
+                  <option value="__custom__">Custom image URI…</option>
+                </select>
+              </div>
+            )}
+          </Field>
+          {(customImage || !entry) && (
+            <div className="jp-PAI-field">
+              <label htmlFor="jp-PAI-image-uri">Image URI</label>
+              <input
+                id="jp-PAI-image-uri"
+                className="jp-mod-styled jp-PAI-input"
+                placeholder="registry.example.com/team/pytorch:2.3-cuda12"
+                value={form.image}
+                onChange={e => update({ image: e.target.value })}
+              />
+            </div>
+          )}
+
+          <div className="jp-PAI-section-title">
+            Task roles
+            <span className="jp-PAI-muted">
+              {' '}
+              · {gpus} GPU{gpus === 1 ? '' : 's'} in all
+            </span>
+          </div>
+          {(byField.get('taskRoles') ?? []).map((e, i) => (
+            <div key={i} className="jp-PAI-field-errors" role="alert">
+              {e.message}
+            </div>
+          ))}
+          {form.roles.map((role, i) => (
+            <RoleEditor
+              key={i}
+              role={role}
+              index={i}
+              vc={vc}
+              errors={byField}
+              canRemove={form.roles.length > 1}
+              onChange={next => {
+                const roles = [...form.roles];
+                roles[i] = next;
+                update({ roles });
+              }}
+              onRemove={() =>
+                update({ roles: form.roles.filter((_, j) => j !== i) })
+              }
+            />
+          ))}
+          <button
+            type="button"
+            className="jp-mod-styled jp-PAI-link-button"
+            onClick={() =>
+              update({
+                roles: [
+                  ...form.roles,
+                  newRole(
+                    uniqueRoleName(form, 'worker'),
+                    form.roles[0]?.gpu ?? 0
+                  )
+                ]
+              })
+            }
+          >
+            + Add task role
+          </button>
+          {waitHint && <div className="jp-PAI-warning">{waitHint}</div>}
+
+          <div className="jp-PAI-section-title">Parameters</div>
+          <div className="jp-PAI-hint">
+            Used in commands as <code>{'<% $parameters.name %>'}</code>.
+          </div>
+          {(byField.get('parameters') ?? []).map((e, i) => (
+            <div key={i} className="jp-PAI-field-errors" role="alert">
+              {e.message}
+            </div>
+          ))}
+          {form.parameters.map((p, i) => (
+            <div className="jp-PAI-row" key={i}>
+              <input
+                aria-label={`parameter ${i + 1} name`}
+                className="jp-mod-styled jp-PAI-input"
+                placeholder="name"
+                value={p.key}
+                onChange={e => {
+                  const parameters = [...form.parameters];
+                  parameters[i] = { ...p, key: e.target.value };
+                  update({ parameters });
+                }}
+              />
+              <input
+                aria-label={`parameter ${i + 1} value`}
+                className="jp-mod-styled jp-PAI-input jp-PAI-grow"
+                placeholder="value"
+                value={p.value}
+                onChange={e => {
+                  const parameters = [...form.parameters];
+                  parameters[i] = { ...p, value: e.target.value };
+                  update({ parameters });
+                }}
+              />
+              <button
+                type="button"
+                className="jp-mod-styled jp-PAI-icon-button"
+                aria-label={`Remove parameter ${p.key}`}
+                onClick={() =>
+                  update({
+                    parameters: form.parameters.filter((_, j) => j !== i)
+                  })
+                }
+              >
+                ✕
+              </button>
+            </div>
+          ))}
+          <button
+            type="button"
+            className="jp-mod-styled jp-PAI-link-button"
+            onClick={() =>
+              update({
+                parameters: [...form.parameters, { key: '', value: '' }]
+              })
+            }
+          >
+            + Add parameter
+          </button>
+
+          <div className="jp-PAI-section-title">Storages</div>
+          {(byField.get('extras.storages') ?? []).map((e, i) => (
+            <div key={i} className="jp-PAI-field-errors" role="alert">
+              {e.message}
+            </div>
+          ))}
+          {form.storages.map((s, i) => (
+            <StorageMountRow
+              key={i}
+              index={i}
+              mount={s}
+              model={model}
+              errors={byField}
+              onChange={next => {
+                const storages = [...form.storages];
+                storages[i] = next;
+                update({ storages });
+              }}
+              onRemove={() =>
+                update({ storages: form.storages.filter((_, j) => j !== i) })
+              }
+            />
+          ))}
+          {model.storages.length === 0 ? (
+            <div className="jp-PAI-hint">No storage is configured for you.</div>
+          ) : (
+            <button
+              type="button"
+              className="jp-mod-styled jp-PAI-link-button"
+              onClick={() => {
+                const free = model.storages.find(
+                  s => !form.storages.some(m => m.name === s.name)
+                );
+                const pick = free ?? model.storages[0];
+                update({
+                  storages: [
+                    ...form.storages,
+                    {
+                      name: pick.name,
+                      mountPath: pick.mountPath,
+                      readOnly: pick.readOnly
+                    }
+                  ]
+                });
+              }}
+            >
+              + Mount a storage
+            </button>
+          )}
+
+          <div className="jp-PAI-section-title">Scheduling</div>
+          <div className="jp-PAI-field" data-path="extras.gangAllocation">
+            <label className="jp-PAI-check">
+              <input
+                type="checkbox"
+                checked={form.gang}
+                onChange={e => update({ gang: e.target.checked })}
+              />{' '}
+              Gang scheduling: start all instances together or none
+            </label>
+            {(byField.get('extras.gangAllocation') ?? []).map((e, i) => (
+              <div key={i} className="jp-PAI-field-errors" role="alert">
+                {e.message}
+              </div>
+            ))}
+          </div>
+          <Field label="Job retries" path="jobRetryCount" errors={byField}>
+            {(id, d) => (
+              <input
+                id={id}
+                aria-describedby={d}
+                type="number"
+                min={0}
+                className="jp-mod-styled jp-PAI-input jp-PAI-number"
+                value={form.jobRetryCount}
+                onChange={e =>
+                  update({
+                    jobRetryCount: Math.max(0, intValue(e.target.value, 0))
+                  })
+                }
+              />
+            )}
+          </Field>
+        </div>
+      )}
+
+      <div className="jp-PAI-submit-row">
+        <button
+          type="submit"
+          className="jp-mod-styled jp-mod-accept jp-PAI-submit"
+          disabled={submitting}
+        >
+          {submitting ? 'Submitting…' : 'Submit job'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function StorageMountRow(props: {
+  index: number;
+  mount: MountForm;
+  model: PAIModel;
+  errors: Map<string, FieldError[]>;
+  onChange: (mount: MountForm) => void;
+  onRemove: () => void;
+}): JSX.Element {
+  const { mount, model, index, errors } = props;
+  const at = `extras.storages.${index}`;
+  const known = model.storages.find(s => s.name === mount.name);
+  const fieldErrors = [
+    ...(errors.get(at) ?? []),
+    ...(errors.get(`${at}.name`) ?? []),
+    ...(errors.get(`${at}.mountPath`) ?? [])
+  ];
+  return (
+    <div
+      className={`jp-PAI-mount ${fieldErrors.length ? 'jp-mod-invalid' : ''}`}
+      data-path={at}
+    >
+      <div className="jp-PAI-row">
+        <select
+          aria-label={`storage ${index + 1}`}
+          className="jp-mod-styled jp-PAI-input"
+          value={mount.name}
+          onChange={e => {
+            const s = model.storages.find(x => x.name === e.target.value);
+            props.onChange({
+              ...mount,
+              name: e.target.value,
+              mountPath: s?.mountPath ?? mount.mountPath,
+              readOnly: s?.readOnly ?? mount.readOnly
+            });
+          }}
+        >
+          {!known && <option value={mount.name}>{mount.name}</option>}
+          {model.storages.map(s => (
+            <option key={s.name} value={s.name}>
+              {s.name}
+            </option>
+          ))}
+        </select>
+        <input
+          aria-label={`mount path of storage ${index + 1}`}
+          className="jp-mod-styled jp-PAI-input jp-PAI-grow"
+          placeholder={`/mnt/${mount.name}`}
+          value={mount.mountPath}
+          onChange={e =>
+            props.onChange({ ...mount, mountPath: e.target.value })
+          }
+        />
+        <label className="jp-PAI-check" title="Mount read-only">
+          <input
+            type="checkbox"
+            checked={mount.readOnly}
+            disabled={known?.readOnly}
+            onChange={e =>
+              props.onChange({ ...mount, readOnly: e.target.checked })
+            }
+          />
+          RO
+        </label>
+        <button
+          type="button"
+          className="jp-mod-styled jp-PAI-icon-button"
+          aria-label={`Remove storage ${mount.name}`}
+          onClick={props.onRemove}
+        >
+          ✕
+        </button>
+      </div>
+      {fieldErrors.length > 0 && (
+        <ul className="jp-PAI-field-errors" role="alert">
+          {fieldErrors.map((e, i) => (
+            <li key={i}>{e.message}</li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
