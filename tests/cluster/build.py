@@ -93,10 +93,9 @@ def _compile(go: str, workdir: Path, out: Path, env: dict[str, str]) -> None:
         raise BuildError("go build failed:\n" + "\n".join(tail))
 
 
-# kwok's own files the cluster reads at run time: CRDs for per-pod Logs/PortForward
-# objects and its node Stages. Copied from the module cache next to the binaries.
+# kwok's own files the cluster reads at run time: the CRD of per-pod PortForward objects
+# and its node Stages. Copied from the module cache next to the binaries.
 KWOK_ASSETS = (
-    "kustomize/crd/bases/kwok.x-k8s.io_logs.yaml",
     "kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml",
     "kustomize/stage/node/fast/node-initialize.yaml",
     "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",

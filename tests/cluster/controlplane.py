@@ -160,6 +160,8 @@ class ControlPlane:
                 "controller-manager",
                 "scheduler",
                 "kwok",
+                "kwok-runner",
+                "runner-kubelet",
             )
         }
         server = f"https://127.0.0.1:{ports['apiserver']}"
@@ -263,9 +265,7 @@ class ControlPlane:
         api = kube.api_client(admin_kubeconfig)
         kube.apply(
             api,
-            _yaml_documents(
-                [assets / "kwok.x-k8s.io_logs.yaml", assets / "kwok.x-k8s.io_portforwards.yaml"]
-            ),
+            _yaml_documents([assets / "kwok.x-k8s.io_portforwards.yaml"]),
         )
         kube.apply(api, manifests.cluster_objects())
 
@@ -297,31 +297,39 @@ class ControlPlane:
                 f"--feature-gates={FEATURE_GATES}",
             ],
         )
-        kwok_config = d / "kwok.yaml"
-        kwokconfig.write_config(
-            kwok_config,
-            [assets / "node-initialize.yaml", assets / "node-heartbeat-with-lease.yaml"],
-            runner_nodes,
-            d / "logs" / "simulated-pod.log",
-        )
+        node_stages = [assets / "node-initialize.yaml", assets / "node-heartbeat-with-lease.yaml"]
+        kwokconfig.write_gpu_config(d / "kwok.yaml", node_stages, d / "logs" / "simulated-pod.log")
+        # One kwok simulates the GPU nodes and their pods; a second one only keeps the
+        # runner nodes alive, behind the pod runner's kubelet endpoint.
         launch(
             "kwok",
-            [
-                str(bin_dir / "kwok"),
-                f"--kubeconfig={admin_kubeconfig}",
-                f"--config={kwok_config}",
-                "--manage-all-nodes=false",
-                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                f"--cidr={KWOK_POD_CIDR}",
-                "--node-ip=127.0.0.1",
-                f"--node-port={ports['kwok']}",
-                f"--server-address=127.0.0.1:{ports['kwok']}",
-                f"--tls-cert-file={serving_cert}",
-                f"--tls-private-key-file={serving_key}",
-                "--enable-crds=Logs,PortForward",
-                "--node-lease-duration-seconds=40",
-            ],
+            _kwok_argv(
+                bin_dir,
+                admin_kubeconfig,
+                d / "kwok.yaml",
+                f"{manifests.RUNNER_LABEL}!=true",
+                ports["kwok"],
+                ports["kwok"],
+                serving_cert,
+                serving_key,
+            ),
         )
+        if runner_nodes:
+            kwokconfig.write_runner_config(d / "kwok-runner.yaml", node_stages)
+            launch(
+                "kwok-runner",
+                _kwok_argv(
+                    bin_dir,
+                    admin_kubeconfig,
+                    d / "kwok-runner.yaml",
+                    f"{manifests.RUNNER_LABEL}=true",
+                    ports["runner-kubelet"],
+                    ports["kwok-runner"],
+                    serving_cert,
+                    serving_key,
+                    "--enable-crds=PortForward",
+                ),
+            )
 
         nodes: list[dict[str, Any]] = []
         if options.gpu_pool:
@@ -364,6 +372,10 @@ class ControlPlane:
                     f"--dir={d}",
                     f"--kubeconfig={admin_kubeconfig}",
                     f"--pod-net={runner_pod_net()}",
+                    f"--kubelet-port={ports['runner-kubelet']}",
+                    f"--kwok-port={ports['kwok-runner']}",
+                    f"--cert={serving_cert}",
+                    f"--key={serving_key}",
                     "--nodes",
                     *runner_nodes,
                 ],
@@ -373,6 +385,36 @@ class ControlPlane:
             ready_file = d / "runner" / "ready"
             processes.wait_until(ready_file.is_file, 60, "pod runner", alive=died)
         return state
+
+
+def _kwok_argv(
+    bin_dir: Path,
+    kubeconfig: Path,
+    config: Path,
+    node_selector: str,
+    node_port: int,
+    server_port: int,
+    cert: Path,
+    key: Path,
+    *extra: str,
+) -> list[str]:
+    """kwok managing the nodes that match a label selector. `node_port` is the kubelet
+    port the nodes advertise, `server_port` where kwok's own server listens."""
+    return [
+        str(bin_dir / "kwok"),
+        f"--kubeconfig={kubeconfig}",
+        f"--config={config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-label-selector={node_selector}",
+        f"--cidr={KWOK_POD_CIDR}",
+        "--node-ip=127.0.0.1",
+        f"--node-port={node_port}",
+        f"--server-address=127.0.0.1:{server_port}",
+        f"--tls-cert-file={cert}",
+        f"--tls-private-key-file={key}",
+        "--node-lease-duration-seconds=40",
+        *extra,
+    ]
 
 
 def _http_get(url: str, ca_file: Path | None = None, token: str | None = None) -> bytes:

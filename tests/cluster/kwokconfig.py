@@ -2,8 +2,9 @@
 
 Pods there start Running at once and stay Running until deleted, unless they carry
 `RUN_FOR` (a Go duration): then they finish that long after starting, Succeeded or,
-with a non-zero `EXIT_CODE`, Failed. Pods on runner nodes match no pod Stage: the pod
-runner owns their status. Node Stages are kwok's own, copied from its module.
+with a non-zero `EXIT_CODE`, Failed. The runner nodes have a kwok of their own with node
+Stages only: the pod runner owns their pods. Node Stages are kwok's own, copied from its
+module.
 """
 
 from __future__ import annotations
@@ -95,14 +96,7 @@ phase: {{ if eq $code "0" }}Succeeded{{ else }}Failed{{ end }}
 """.replace("EXIT_ANNOTATION", EXIT_CODE)
 
 
-def _not_on(runner_nodes: list[str]) -> list[dict[str, Any]]:
-    if not runner_nodes:
-        return []
-    return [{"key": ".spec.nodeName", "operator": "NotIn", "values": runner_nodes}]
-
-
-def pod_stages(runner_nodes: list[str]) -> list[dict[str, Any]]:
-    exclude = _not_on(runner_nodes)
+def pod_stages() -> list[dict[str, Any]]:
     alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
     return [
         {
@@ -115,7 +109,6 @@ def pod_stages(runner_nodes: list[str]) -> list[dict[str, Any]]:
                     "matchExpressions": [
                         alive,
                         {"key": ".status.podIP", "operator": "DoesNotExist"},
-                        *exclude,
                     ]
                 },
                 "next": {
@@ -139,7 +132,6 @@ def pod_stages(runner_nodes: list[str]) -> list[dict[str, Any]]:
                         alive,
                         {"key": ".status.phase", "operator": "In", "values": ["Running"]},
                         {"key": f'.metadata.annotations["{RUN_FOR}"]', "operator": "Exists"},
-                        *exclude,
                     ]
                 },
                 "delay": {
@@ -158,7 +150,6 @@ def pod_stages(runner_nodes: list[str]) -> list[dict[str, Any]]:
                 "selector": {
                     "matchExpressions": [
                         {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                        *exclude,
                     ]
                 },
                 "next": {"delete": True},
@@ -177,12 +168,20 @@ def default_logs(empty_log: Path) -> dict[str, Any]:
     }
 
 
-def write_config(
-    path: Path, node_stage_files: list[Path], runner_nodes: list[str], empty_log: Path
-) -> None:
+def write_gpu_config(path: Path, node_stage_files: list[Path], empty_log: Path) -> None:
+    """kwok for the simulated GPU nodes: node and pod Stages, empty logs."""
     empty_log.touch()
-    documents: list[Any] = [default_logs(empty_log)]
-    for stage_file in node_stage_files:
-        documents += [d for d in yaml.safe_load_all(stage_file.read_text()) if d]
-    documents += pod_stages(runner_nodes)
+    _write(path, [default_logs(empty_log), *_load(node_stage_files), *pod_stages()])
+
+
+def write_runner_config(path: Path, node_stage_files: list[Path]) -> None:
+    """kwok for the runner nodes: node Stages only, the pod runner owns their pods."""
+    _write(path, _load(node_stage_files))
+
+
+def _load(files: list[Path]) -> list[Any]:
+    return [doc for f in files for doc in yaml.safe_load_all(f.read_text()) if doc]
+
+
+def _write(path: Path, documents: list[Any]) -> None:
     path.write_text(yaml.safe_dump_all(documents, sort_keys=False))

@@ -2,9 +2,10 @@
 
 It watches pods on its nodes, gives each a loopback pod IP, runs each container's
 command with the pod's environment in a directory per pod, writes the output as CRI
-logs that kwok serves through the API server (a kwok `Logs` object per pod), exposes
-declared container ports to port-forward (a kwok `PortForward` object per pod), and
-reports the pod's life in its status. Deleting the pod stops its processes (SIGTERM,
+logs that it serves as the runner nodes' kubelet endpoint (kubeletproxy), exposes
+declared container ports to port-forward (a kwok `PortForward` object per pod, served
+by the runner nodes' own kwok behind that endpoint), and reports the pod's life in its
+status. Deleting the pod stops its processes (SIGTERM,
 then SIGKILL after the grace period). kwok's Stages leave these pods alone.
 
 Run by `up` as `python -m tests.cluster.runner`; one thread handles every event, so the
@@ -33,6 +34,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from . import crilog, hostsfile, kube, podenv, processes
+from .kubeletproxy import KubeletProxy, LogSource
 
 log = logging.getLogger("pod-runner")
 _Watch: Any = watch.Watch
@@ -57,6 +59,7 @@ class Container:
     finished_at: str = ""
     restarts: int = 0
     last_exit: Obj | None = None
+    final: bool = False  # exited and will not restart: a log follower may stop
 
     @property
     def running(self) -> bool:
@@ -80,7 +83,7 @@ class PodRun:
 
 
 class Runner:
-    def __init__(self, directory: Path, kubeconfig: Path, pod_net: str, nodes: list[str]):
+    def __init__(self, directory: Path, kubeconfig: Path, pod_net: str, nodes: list[str]) -> None:
         self.directory = directory
         self.kubeconfig = kubeconfig
         self.pod_net = pod_net
@@ -91,11 +94,21 @@ class Runner:
         self.lookup = podenv.api_lookup(self.core)
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.pods: dict[str, PodRun] = {}
+        # (namespace, name) -> run, read by the kubelet proxy's threads (single dict
+        # operations are atomic, iteration is not).
+        self.by_name: dict[tuple[str, str], PodRun] = {}
         self.next_ip = 1
         self.marker = hostsfile.marker(directory)
         self.apiserver_port = str(self.api.configuration.host.rsplit(":", 1)[1])
 
     # -- main loop --------------------------------------------------------------------
+
+    def log_source(self, namespace: str, pod: str, container: str) -> LogSource | None:
+        run = self.by_name.get((namespace, pod))
+        item = run.containers.get(container) if run else None
+        if run is None or item is None:
+            return None
+        return LogSource(path=run.workdir / f"{container}.log", done=lambda: item.final)
 
     def run(self) -> None:
         for node in self.nodes:
@@ -189,6 +202,7 @@ class Runner:
             timer.start()
             self._patch_status(run)
             return
+        container.final = True
         if any(c.running for c in run.containers.values()):
             self._patch_status(run)
             return
@@ -251,7 +265,8 @@ class Runner:
             self._config_error(pod, str(error))
             return
         self.pods[run.uid] = run
-        self._create_kwok_objects(pod, run)
+        self.by_name[(run.namespace, run.name)] = run
+        self._create_port_forwards(pod, run)
         if spec.get("initContainers"):
             log.warning("%s/%s: init containers are not run", run.namespace, run.name)
         for container in run.containers.values():
@@ -342,6 +357,8 @@ class Runner:
             container.log.close()
         shutil.rmtree(run.workdir, ignore_errors=True)  # the pod and its logs are gone
         self.pods.pop(run.uid, None)
+        if self.by_name.get((run.namespace, run.name)) is run:
+            del self.by_name[(run.namespace, run.name)]
         self._update_hosts()
 
     def _shutdown(self) -> None:
@@ -366,15 +383,10 @@ class Runner:
         ]
         hostsfile.set_block(self.marker, entries)
 
-    def _create_kwok_objects(self, pod: Obj, run: PodRun) -> None:
+    def _create_port_forwards(self, pod: Obj, run: PodRun) -> None:
         meta = pod["metadata"]
         owner = [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}]
         metadata = {"name": meta["name"], "namespace": meta["namespace"], "ownerReferences": owner}
-        logs = [
-            {"containers": [c.name], "logsFile": str(run.workdir / f"{c.name}.log"), "follow": True}
-            for c in run.containers.values()
-        ]
-        objects = [("logs", "Logs", {"logs": logs})]
         forwards: list[Obj] = [
             {
                 "ports": [p["containerPort"]],
@@ -383,22 +395,21 @@ class Runner:
             for item in pod["spec"]["containers"]
             for p in item.get("ports") or []
         ]
-        if forwards:
-            objects.append(("portforwards", "PortForward", {"forwards": forwards}))
-        for plural, kind, spec in objects:
-            body = {
-                "apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}",
-                "kind": kind,
-                "metadata": metadata,
-                "spec": spec,
-            }
-            try:
-                self.custom.create_namespaced_custom_object(
-                    KWOK_GROUP, KWOK_VERSION, meta["namespace"], plural, body
-                )
-            except ApiException as error:
-                if error.status != 409:
-                    raise
+        if not forwards:
+            return
+        body = {
+            "apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}",
+            "kind": "PortForward",
+            "metadata": metadata,
+            "spec": {"forwards": forwards},
+        }
+        try:
+            self.custom.create_namespaced_custom_object(
+                KWOK_GROUP, KWOK_VERSION, meta["namespace"], "portforwards", body
+            )
+        except ApiException as error:
+            if error.status != 409:
+                raise
 
     def _terminated(self, container: Container) -> Obj:
         code = container.exit_code or 0
@@ -489,9 +500,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kubeconfig", type=Path, required=True)
     parser.add_argument("--pod-net", required=True, help="first two octets, e.g. 127.73")
     parser.add_argument("--nodes", nargs="+", required=True)
+    parser.add_argument(
+        "--kubelet-port", type=int, required=True, help="serve the nodes' kubelet API"
+    )
+    parser.add_argument("--kwok-port", type=int, required=True, help="the runner nodes' kwok")
+    parser.add_argument("--cert", type=Path, required=True)
+    parser.add_argument("--key", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     runner = Runner(args.dir, args.kubeconfig, args.pod_net, args.nodes)
+    KubeletProxy(args.kubelet_port, args.kwok_port, args.cert, args.key, runner.log_source).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: runner.stop())
     runner.run()
