@@ -9,6 +9,7 @@ import os
 import random
 import secrets
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
@@ -381,6 +382,8 @@ class ControlPlane:
                 ],
                 env=env,
                 cwd=REPO_ROOT,
+                # SIGTERM: the runner stops its pods and cleans /etc/hosts first.
+                death_signal=signal.SIGTERM,
             )
             ready_file = d / "runner" / "ready"
             processes.wait_until(ready_file.is_file, 60, "pod runner", alive=died)

@@ -21,11 +21,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def die_with_parent() -> None:
-    # Runs in the child before exec: the kernel sends SIGTERM when the parent dies, so a
-    # crashed test session leaves no control plane behind.
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None]:
+    """A preexec_fn: the kernel sends `sig` to the child when its parent dies, so a
+    crashed test session leaves nothing behind. SIGKILL by default: a kube-apiserver
+    whose etcd died with it hangs in its graceful shutdown."""
+
+    def arm() -> None:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, sig)
+
+    return arm
 
 
 def start(
@@ -35,6 +40,7 @@ def start(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     tie_to_parent: bool = False,
+    death_signal: int = signal.SIGKILL,
 ) -> subprocess.Popen[bytes]:
     """Start a process in its own session (so `stop` can end its children too)."""
     with open(log_path, "ab") as log:
@@ -46,7 +52,7 @@ def start(
             env=env,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=die_with_parent if tie_to_parent else None,
+            preexec_fn=die_with_parent(death_signal) if tie_to_parent else None,
         )
     return proc
 

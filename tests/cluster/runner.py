@@ -303,7 +303,7 @@ class Runner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=processes.die_with_parent,  # no pod outlives a killed runner
+                preexec_fn=processes.die_with_parent(),  # no pod outlives a killed runner
             )
         except OSError as error:
             container.log.write("stderr", f"exec {container.argv[0]}: {error}".encode())
