@@ -8,6 +8,7 @@ import contextlib
 from datetime import datetime
 
 import pytest
+import yaml
 
 from .pai import PAIClient, job_spec, wait_for_file
 
@@ -161,3 +162,42 @@ async def test_images_configured_catalogue(pai: PAIClient) -> None:
         ("cpu", "python:3.12", False),
     ]
     assert images[0]["description"] == "my image"
+
+
+TWO_VCS = {"LocalBackend": {"virtual_clusters_config": {"default": 2, "research": "50%"}}}
+
+
+@pytest.mark.parametrize("pai_extra_config", [TWO_VCS])
+async def test_virtual_clusters_are_queued_separately(pai: PAIClient) -> None:
+    vcs = {vc["name"]: vc for vc in await pai.get("virtual-clusters")}
+    assert {name: vc["capacity"]["gpu"] for name, vc in vcs.items()} == {"default": 2, "research": 2}
+
+    full = await pai.submit(job_spec("fills_default", {"w": {"gpu": 2, "commands": [wait_for_file("go-d")]}}))
+    await pai.wait_state(full["id"], "RUNNING")
+    blocked = await pai.submit(job_spec("blocked", {"w": {"gpu": 1, "commands": ["true"]}}))
+    assert blocked["state"] == "WAITING"
+    assert "waiting for 1 GPUs in VC default, 0 free" == blocked["waitingReason"]
+    r = await pai.request(
+        "POST", "jobs", params={"vc": "research"}, headers={"Content-Type": "text/yaml"},
+        body=yaml.safe_dump(job_spec("elsewhere", {"w": {"gpu": 2, "commands": [wait_for_file("go-r")]}})),
+    )
+    assert r.code == 201, r
+    elsewhere = r.json()
+    assert elsewhere["virtualCluster"] == "research"
+    job = await pai.wait_state(elsewhere["id"], "RUNNING")
+    held = {g for t in (await pai.job(full["id"]))["tasks"] for g in t["gpus"]}
+    assert held.isdisjoint(g for t in job["tasks"] for g in t["gpus"])
+
+    vcs = {vc["name"]: vc for vc in await pai.get("virtual-clusters")}
+    assert (vcs["default"]["used"]["gpu"], vcs["default"]["queuedJobs"]) == (2, 1)
+    assert (vcs["research"]["used"]["gpu"], vcs["research"]["queuedJobs"]) == (2, 0)
+    # A research job over its quota is refused at once.
+    r = await pai.post_job(job_spec("too_big", {"w": {"gpu": 3, "commands": ["true"]}},
+                                    defaults={"virtualCluster": "research"}))
+    assert r.code == 400 and "only 2" in r.json()["errors"][0]["message"]
+    assert [j["name"] for j in await pai.jobs(vc="research")] == ["elsewhere"]
+
+    pai.release("go-d")
+    pai.release("go-r")
+    await pai.wait_state(blocked["id"], "SUCCEEDED")
+    await pai.wait_state(elsewhere["id"], "SUCCEEDED")

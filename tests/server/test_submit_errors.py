@@ -116,3 +116,11 @@ async def test_short_form_submits_like_protocol_v2(pai: PAIClient) -> None:
     assert job["totalGpuNumber"] == 2 and job["totalTaskNumber"] == 2
     await pai.wait_state(job["id"], "SUCCEEDED")
     assert (await pai.log(job["id"], "worker", 1)).strip() == "1"
+
+
+async def test_unknown_storage_is_refused(pai: PAIClient) -> None:
+    r = await pai.post_job(ok_job(extras={"storages": [{"name": "work"}, {"name": "elsewhere"}]}))
+    assert r.code == 400
+    error = field_error(r.json(), "extras.storages.1.name")
+    assert "elsewhere" in error["message"] and "work" in error["message"]
+    await assert_nothing_created(pai)

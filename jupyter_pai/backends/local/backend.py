@@ -174,7 +174,9 @@ class LocalBackend(Backend):
         except FileNotFoundError:
             raise NotFound(f"no job {job_id!r}") from None
         cached = self._summaries.get(job_id)
-        if cached and cached[0] == mtime:
+        # Only an ended job's record never changes again; file times are too coarse (a few
+        # ms) to tell two quick writes of a running job's record apart.
+        if cached and cached[0] == mtime and cached[1].state.terminal:
             return cached[1]
         rec = self.store.read_job(job_id)
         self._summaries[job_id] = (mtime, rec)
