@@ -103,6 +103,10 @@ class ControlPlane:
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             state = self._start(bin_dir, assets, options)
+        except Exception as error:
+            logs = self._log_tails()
+            self.down()
+            raise RuntimeError(f"test cluster did not start: {error}\n{logs}") from error
         except BaseException:
             self.down()
             raise
@@ -122,6 +126,12 @@ class ControlPlane:
 
             hostsfile.remove_block(hostsfile.marker(self.directory))
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _log_tails(self) -> str:
+        return "\n".join(
+            f"--- {log.name}\n{processes.log_tail(log, 15)}"
+            for log in sorted((self.directory / "logs").glob("*.log"))
+        )
 
     def status(self) -> dict[str, bool]:
         state = State.load(self.directory)

@@ -62,6 +62,14 @@ def test_gang_that_cannot_fit_waits_then_starts(kube_cluster: TestCluster, pool:
         while time.monotonic() < deadline:  # partial placement (2 pods) would fit; none may
             assert bound(job_pods(core, NS, "waiter")) == 0
             time.sleep(0.2)
+        # The gang waits as a whole, and says so on its PodGroup.
+        group_name = job_pods(core, NS, "waiter")[0].spec.scheduling_group.pod_group_name
+        group = kube.custom(api).get_namespaced_custom_object(
+            "scheduling.k8s.io", "v1alpha2", NS, "podgroups", group_name
+        )
+        conditions = {c["type"]: c for c in group["status"]["conditions"]}
+        assert conditions["PodGroupScheduled"]["status"] == "False"
+        assert conditions["PodGroupScheduled"]["reason"] == "Unschedulable"
         delete_job(api, NS, "blocker")
         wait_for(
             lambda: bound(job_pods(core, NS, "waiter")) == 4,
