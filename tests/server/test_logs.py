@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from jupyter_server.utils import url_escape, url_path_join
+
+from jupyter_pai.backends.local import backend as backend_module
 
 from .pai import PAIClient, job_spec, wait_for_file
 
@@ -120,3 +127,49 @@ async def test_follow_on_a_finished_task_returns_the_log_and_ends(pai: PAIClient
     job_id, _ = await finished_log_job(pai)
     r = await pai.log_response(job_id, "worker", 0, follow="true", tail=3)
     assert r.code == 200 and r.text == "".join(line + "\n" for line in LINES[-3:])
+
+
+async def test_a_follower_that_leaves_stops_being_served(
+    pai: PAIClient, jp_http_port: int, jp_base_url: str, jp_auth_header: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A closed log viewer must not leave the server polling a quiet task's log until the
+    task ends (which may be days)."""
+    open_streams: set[int] = set()
+    real = backend_module.stream_file
+
+    async def tracked(*args: Any, **kwargs: Any) -> AsyncIterator[bytes]:
+        key = id(args)
+        open_streams.add(key)
+        try:
+            async for chunk in real(*args, **kwargs):
+                yield chunk
+        finally:
+            open_streams.discard(key)
+
+    monkeypatch.setattr(backend_module, "stream_file", tracked)
+    spec = job_spec("quiet", {"worker": {"commands": ["echo hello", wait_for_file("release-quiet")]}})
+    job_id = (await pai.submit(spec))["id"]
+    await pai.wait_log(job_id, "hello", "worker")
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", jp_http_port)
+    path = url_path_join(jp_base_url, "pai/api/jobs", url_escape(job_id), "logs")
+    writer.write(
+        f"GET {path}?follow=true HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: {jp_auth_header['Authorization']}\r\n\r\n".encode()
+    )
+    await writer.drain()
+    received = b""
+    while b"hello" not in received:
+        received += await asyncio.wait_for(reader.read(4096), timeout=20)
+    assert received.startswith(b"HTTP/1.1 200")
+    assert len(open_streams) == 1
+    writer.close()  # the viewer goes away while the task is quiet
+
+    async def released() -> bool:
+        return not open_streams
+
+    await pai.wait_for(released, "the server to drop the follower", timeout=5)
+    assert (await pai.job(job_id))["state"] == "RUNNING"
+    pai.release("release-quiet")
+    await pai.wait_state(job_id, "SUCCEEDED")

@@ -111,3 +111,28 @@ async def test_job_list_filters(pai: PAIClient) -> None:
     assert [j["name"] for j in await pai.jobs()] == ["beta_bad", "alpha_ok"]
     r = await pai.request("GET", "jobs", params={"state": "SLEEPING"})
     assert r.code == 400 and r.json()["errors"][0]["path"] == "state"
+
+
+@pytest.mark.parametrize("pai_extra_config", [{"LocalBackend": {"housekeeping": 0}}])
+async def test_stopping_a_job_whose_supervisor_died_ends_it_at_once(pai: PAIClient) -> None:
+    spec = job_spec("headless", {"w": {"gpu": 1, "commands": ["echo $$ > headless.pid", "sleep 300"]}})
+    job_id = (await pai.submit(spec))["id"]
+    await pai.wait_state(job_id, "RUNNING")
+
+    async def task_pid() -> int | None:
+        path = pai.root_dir / "headless.pid"
+        return int(path.read_text()) if path.exists() and path.read_text().strip() else None
+
+    pid = await pai.wait_for(task_pid, "the task's pid", job_id=job_id)
+    record = json.loads((pai.state_dir / "jobs" / job_id / "job.json").read_text())
+    os.kill(record["supervisor_pid"], signal.SIGKILL)
+    # No scheduling pass runs by itself here (housekeeping off, as in the CLI): the stop must
+    # notice the dead supervisor, kill the task and end the job.
+    stopped = await pai.stop(job_id)
+    job = stopped if stopped["state"] == "STOPPED" else await pai.wait_state(job_id, "STOPPED", timeout=5)
+    assert {t["state"] for t in job["tasks"]} == {"STOPPED"}
+
+    async def task_gone() -> bool:
+        return not pid_alive(pid)
+
+    await pai.wait_for(task_gone, "the task to be killed", timeout=5)

@@ -334,6 +334,9 @@ class LocalBackend(Backend):
             if alive(rec.supervisor_pid, rec.supervisor_start) and rec.supervisor_pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(rec.supervisor_pid, signal.SIGTERM)
+            elif rec.supervisor_pid:
+                # Its supervisor is gone: nobody else would end it, so heal it now.
+                schedule(self.store)
 
     # -- logs ----------------------------------------------------------------------------
 

@@ -113,7 +113,10 @@ class Supervisor:
             return decision
 
     def _reset_tasks(self, rec: JobRecord) -> None:
+        # A job attempt starts fresh tasks, each with its whole taskRetryCount (as
+        # FrameworkController recreates the tasks of a retried framework).
         for task in rec.tasks:
+            task.retries = 0
             task.state = TaskState.WAITING
             task.exit_code = None
             task.exit_reason = None

@@ -3,6 +3,10 @@ whole), and kept open while ``follow`` until the task ends or the client leaves.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
 from tornado import web
 from tornado.iostream import StreamClosedError
 
@@ -26,7 +30,36 @@ def _int_arg(handler: PAIHandler, name: str, *, minimum: int = 0) -> int | None:
     return value
 
 
+async def _until(chunks: AsyncIterator[bytes], gone: asyncio.Event) -> AsyncIterator[bytes]:
+    """``chunks`` until the client goes away: a follower of a quiet task would otherwise
+    keep the log open, polled, until the task ends."""
+    waiter = asyncio.ensure_future(gone.wait())
+    try:
+        while True:
+            step = asyncio.ensure_future(chunks.__anext__())
+            await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await step
+                return
+            try:
+                chunk = step.result()
+            except StopAsyncIteration:
+                return
+            yield chunk
+    finally:
+        waiter.cancel()
+
+
 class JobLogsHandler(PAIHandler):
+    def initialize(self) -> None:
+        self._gone = asyncio.Event()
+
+    def on_connection_close(self) -> None:
+        self._gone.set()
+        super().on_connection_close()
+
     @web.authenticated
     async def get(self, job_id: str) -> None:
         query = LogQuery(
@@ -45,12 +78,14 @@ class JobLogsHandler(PAIHandler):
         self.set_header("X-Task", f"{stream.role}-{stream.index}")
         self.set_header("Cache-Control", "no-store")
         try:
-            async for chunk in stream.chunks:
+            async for chunk in _until(stream.chunks, self._gone):
                 self.write(chunk)
                 await self.flush()
         except StreamClosedError:
             return  # the reader went away; the generator is closed below
         finally:
             await stream.chunks.aclose()  # type: ignore[attr-defined]
+        if self._gone.is_set():
+            return
         # APIHandler.finish() sets JSON unless told otherwise (seen when nothing was flushed).
         self.finish(set_content_type="text/plain; charset=UTF-8")
