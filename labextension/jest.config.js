@@ -13,7 +13,8 @@ const esModules = [
   'vscode-ws-jsonrpc',
   'y-protocols',
   'y-websocket',
-  'yjs'
+  'yjs',
+  'yaml'
 ].join('|');
 
 const baseConfig = jestJupyterLab(__dirname);

@@ -71,7 +71,7 @@ export function formatBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) {
     return '';
   }
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = n;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {

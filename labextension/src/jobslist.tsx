@@ -4,6 +4,7 @@
  */
 
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
+import { copyIcon, stopIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { formatTime, jobDuration, stateClass } from './format';
@@ -166,7 +167,7 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                 data-job-id={job.id}
                 title={job.waitingReason ?? undefined}
               >
-                <td>
+                <td className="jp-PAI-col-name">
                   <button
                     type="button"
                     className="jp-PAI-link-button jp-PAI-job-name"
@@ -179,15 +180,27 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                     <span className="jp-PAI-muted"> · {job.user}</span>
                   )}
                 </td>
-                <td>
+                <td className="jp-PAI-col-state">
                   <span className={stateClass(job.state)}>{job.state}</span>
                 </td>
-                <td>{job.virtualCluster}</td>
-                <td className="jp-PAI-num">{job.totalGpuNumber}</td>
-                <td className="jp-PAI-num">{job.totalTaskNumber}</td>
-                <td>{formatTime(job.submissionTime)}</td>
-                <td>{jobDuration(job)}</td>
-                <td className="jp-PAI-num">{job.retries}</td>
+                <td className="jp-PAI-col-meta" data-label="VC">
+                  {job.virtualCluster}
+                </td>
+                <td className="jp-PAI-num jp-PAI-col-meta" data-label="GPUs">
+                  {job.totalGpuNumber}
+                </td>
+                <td className="jp-PAI-num jp-PAI-col-meta" data-label="tasks">
+                  {job.totalTaskNumber}
+                </td>
+                <td className="jp-PAI-col-meta" data-label="submitted">
+                  {formatTime(job.submissionTime)}
+                </td>
+                <td className="jp-PAI-col-meta" data-label="for">
+                  {jobDuration(job)}
+                </td>
+                <td className="jp-PAI-num jp-PAI-col-meta" data-label="retries">
+                  {job.retries}
+                </td>
                 <td className="jp-PAI-actions">
                   {!isTerminal(job.state) && job.state !== 'STOPPING' && (
                     <button
@@ -197,7 +210,7 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                       aria-label={`Stop ${job.name}`}
                       onClick={() => void stopJob(model, job)}
                     >
-                      ■
+                      <stopIcon.react tag="span" className="jp-PAI-icon" />
                     </button>
                   )}
                   <button
@@ -207,7 +220,7 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                     aria-label={`Clone ${job.name}`}
                     onClick={() => void cloneJob(model, job)}
                   >
-                    ⧉
+                    <copyIcon.react tag="span" className="jp-PAI-icon" />
                   </button>
                 </td>
               </tr>

@@ -4,6 +4,7 @@
  */
 
 import { Notification } from '@jupyterlab/apputils';
+import { closeIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { PAIRequestError } from './api';
@@ -207,7 +208,7 @@ function RoleEditor(props: {
             aria-label={`Remove role ${role.name}`}
             onClick={props.onRemove}
           >
-            ✕
+            <closeIcon.react tag="span" className="jp-PAI-icon" />
           </button>
         )}
       </div>
@@ -953,7 +954,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
                   })
                 }
               >
-                ✕
+                <closeIcon.react tag="span" className="jp-PAI-icon" />
               </button>
             </div>
           ))}
@@ -1137,7 +1138,7 @@ function StorageMountRow(props: {
           aria-label={`Remove storage ${mount.name}`}
           onClick={props.onRemove}
         >
-          ✕
+          <closeIcon.react tag="span" className="jp-PAI-icon" />
         </button>
       </div>
       {fieldErrors.length > 0 && (

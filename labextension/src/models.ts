@@ -217,3 +217,119 @@ export interface LogChunk {
   /** `X-Log-Size`: the log's size in bytes, when the server said. */
   size: number | null;
 }
+
+type Fields<T> = { [K in keyof Required<T>]: true };
+
+/**
+ * Every field of every model. `satisfies` checks these lists against the
+ * interfaces above when compiling, and a test checks them against the
+ * server's OpenAPI components (generated from the pydantic models), so the
+ * two sides cannot drift apart silently.
+ */
+export const MODEL_FIELDS = {
+  Info: {
+    backend: true,
+    flavor: true,
+    version: true,
+    user: true,
+    namespace: true,
+    gpuSlots: true
+  } satisfies Fields<Info>,
+  Resources: {
+    gpu: true,
+    cpu: true,
+    memoryMB: true
+  } satisfies Fields<Resources>,
+  VirtualCluster: {
+    name: true,
+    capacity: true,
+    used: true,
+    free: true,
+    runningJobs: true,
+    queuedJobs: true,
+    queued: true,
+    description: true
+  } satisfies Fields<VirtualCluster>,
+  Image: {
+    name: true,
+    uri: true,
+    description: true,
+    gpu: true
+  } satisfies Fields<Image>,
+  JobSummary: {
+    id: true,
+    name: true,
+    user: true,
+    state: true,
+    subState: true,
+    virtualCluster: true,
+    retries: true,
+    submissionTime: true,
+    launchedTime: true,
+    completedTime: true,
+    exitCode: true,
+    totalGpuNumber: true,
+    totalTaskNumber: true,
+    totalTaskRoleNumber: true,
+    waitingReason: true
+  } satisfies Fields<JobSummary>,
+  TaskStatus: {
+    role: true,
+    index: true,
+    state: true,
+    node: true,
+    ip: true,
+    gpus: true,
+    ports: true,
+    exitCode: true,
+    exitReason: true,
+    retries: true,
+    startedTime: true,
+    completedTime: true
+  } satisfies Fields<TaskStatus>,
+  JobDetail: {
+    id: true,
+    name: true,
+    user: true,
+    state: true,
+    subState: true,
+    virtualCluster: true,
+    retries: true,
+    submissionTime: true,
+    launchedTime: true,
+    completedTime: true,
+    exitCode: true,
+    totalGpuNumber: true,
+    totalTaskNumber: true,
+    totalTaskRoleNumber: true,
+    waitingReason: true,
+    spec: true,
+    tasks: true
+  } satisfies Fields<JobDetail>,
+  JobEvent: {
+    time: true,
+    type: true,
+    reason: true,
+    message: true,
+    source: true
+  } satisfies Fields<JobEvent>,
+  Storage: {
+    name: true,
+    mountPath: true,
+    readOnly: true,
+    description: true
+  } satisfies Fields<Storage>,
+  StorageEntry: {
+    name: true,
+    path: true,
+    type: true,
+    size: true,
+    modified: true
+  } satisfies Fields<StorageEntry>,
+  StorageListing: {
+    storage: true,
+    path: true,
+    type: true,
+    entries: true
+  } satisfies Fields<StorageListing>
+};

@@ -4,6 +4,14 @@
  */
 
 import { Clipboard, Notification } from '@jupyterlab/apputils';
+import {
+  addIcon,
+  closeIcon,
+  downloadIcon,
+  fileIcon,
+  folderIcon,
+  refreshIcon
+} from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import type { StorageContent } from './api';
@@ -142,7 +150,7 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
           title="Refresh"
           onClick={() => void load()}
         >
-          ⟳
+          <refreshIcon.react tag="span" className="jp-PAI-icon" />
         </button>
       </div>
       {storage?.description && (
@@ -207,7 +215,11 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
                   }
                 }}
               >
-                {entry.type === 'directory' ? '📁 ' : '📄 '}
+                {entry.type === 'directory' ? (
+                  <folderIcon.react tag="span" className="jp-PAI-icon" />
+                ) : (
+                  <fileIcon.react tag="span" className="jp-PAI-icon" />
+                )}
                 {entry.name}
               </button>
               <span className="jp-PAI-muted jp-PAI-entry-meta">
@@ -222,7 +234,7 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
                   title={`Download ${entry.name}`}
                   aria-label={`Download ${entry.name}`}
                 >
-                  ⭳
+                  <downloadIcon.react tag="span" className="jp-PAI-icon" />
                 </a>
               )}
               <button
@@ -232,7 +244,7 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
                 aria-label={`Use ${entry.name} in the launch form`}
                 onClick={() => mount(entry.path)}
               >
-                ⇲
+                <addIcon.react tag="span" className="jp-PAI-icon" />
               </button>
             </li>
           ))}
@@ -262,7 +274,7 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
                 setPath(preview.path.split('/').slice(0, -1).join('/'));
               }}
             >
-              ✕
+              <closeIcon.react tag="span" className="jp-PAI-icon" />
             </button>
           </div>
           {isText(preview.content) ? (

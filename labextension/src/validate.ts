@@ -30,6 +30,14 @@ export function pointerToPath(pointer: string): string {
 function describe(error: ErrorObject): { path: string; message: string } {
   const path = pointerToPath(error.instancePath);
   const params: any = error.params;
+  const badName: string | undefined =
+    (error as any).propertyName ?? params.propertyName;
+  if (badName !== undefined) {
+    return {
+      path,
+      message: `name ${JSON.stringify(badName)} must start with a letter or _ and hold only letters, digits and _`
+    };
+  }
   switch (error.keyword) {
     case 'required':
       return {
@@ -37,11 +45,6 @@ function describe(error: ErrorObject): { path: string; message: string } {
           ? `${path}.${params.missingProperty}`
           : params.missingProperty,
         message: 'is required'
-      };
-    case 'propertyNames':
-      return {
-        path,
-        message: `name ${JSON.stringify(params.propertyName)} must start with a letter or _ and hold only letters, digits and _`
       };
     case 'pattern':
       if (path === 'name' || path.endsWith('.name')) {
