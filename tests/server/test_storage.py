@@ -32,6 +32,7 @@ def filled(storage_root: Path, outside: Path) -> Path:
     os.symlink(outside, storage_root / "escape")
     os.symlink(outside / "private.txt", storage_root / "data" / "leak.txt")
     os.symlink(storage_root / "data" / "b.csv", storage_root / "inner-link.csv")
+    (storage_root / "data" / "deep" / "my file ü #1.txt").write_text("spaced out")
     return storage_root
 
 
@@ -63,7 +64,11 @@ async def test_listing_and_reading_files(pai: PAIClient, filled: Path) -> None:
         ("b.csv", "data/b.csv", "file"),
         ("deep", "data/deep", "directory"),
     ]  # leak.txt points outside: not listed
-    assert (await pai.get("storage", "work", "data/deep"))["entries"] == []
+    (deep,) = (await pai.get("storage", "work", "data/deep"))["entries"]
+    assert deep["name"] == "my file ü #1.txt" and deep["path"] == "data/deep/my file ü #1.txt"
+    r = await pai.request("GET", "storage", "work", "data", "deep", "my file ü #1.txt")
+    assert r.code == 200 and r.body == b"spaced out"
+    assert (await pai.get("storage", "work", "data/deep/"))["path"] == "data/deep"
 
     r = await pai.request("GET", "storage", "work", "data", "b.csv")
     assert r.code == 200 and r.body == b"x,y\n1,2\n"
