@@ -181,6 +181,19 @@ class Runner:
         if run is None and phase == "Pending":
             self._start(pod)
 
+    def _on_retry(self, namespace: str, name: str, uid: str) -> None:
+        if uid in self.pods:
+            return
+        try:
+            pod = self.api.sanitize_for_serialization(
+                self.core.read_namespaced_pod(name, namespace)
+            )
+        except ApiException:
+            return  # gone
+        meta = pod["metadata"]
+        if meta["uid"] == uid and not meta.get("deletionTimestamp"):
+            self._start(pod)
+
     def _on_deadline(self, uid: str) -> None:
         run = self.pods.get(uid)
         if run is not None:
@@ -262,7 +275,14 @@ class Runner:
                     log=crilog.CriLogWriter(workdir / f"{item['name']}.log"),
                 )
         except (podenv.EnvError, ApiException) as error:
+            for made in run.containers.values():
+                made.log.close()
             self._config_error(pod, str(error))
+            # Retried, as a kubelet does: the ConfigMap or Secret may come later.
+            retry = (meta["namespace"], meta["name"], meta["uid"])
+            timer = threading.Timer(2.0, self.events.put, args=(("retry", retry),))
+            timer.daemon = True
+            timer.start()
             return
         self.pods[run.uid] = run
         self.by_name[(run.namespace, run.name)] = run

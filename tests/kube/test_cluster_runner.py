@@ -109,6 +109,30 @@ def test_pod_command_runs_with_its_environment(core: Any) -> None:
         core.delete_namespaced_secret("creds", NS)
 
 
+def test_missing_config_map_waits_then_runs(core: Any) -> None:
+    env = [{"name": "V", "valueFrom": {"configMapKeyRef": {"name": "later", "key": "v"}}}]
+    core.create_namespaced_pod(
+        NS,
+        runner_pod(
+            "late-cm", ["python", "-c", "import os; print(os.environ['V'])"], container={"env": env}
+        ),
+    )
+
+    def waiting_reason() -> str | None:
+        statuses = core.read_namespaced_pod("late-cm", NS).status.container_statuses or []
+        waiting = statuses[0].state.waiting if statuses else None
+        return waiting.reason if waiting else None
+
+    wait_for(lambda: waiting_reason() == "CreateContainerConfigError", 30, "config error")
+    assert _phase(core, "late-cm") == "Pending"
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "later"}, "data": {"v": "now"}})
+    try:
+        wait_for(lambda: _phase(core, "late-cm") == "Succeeded", 30, "runs once it exists")
+        assert core.read_namespaced_pod_log("late-cm", NS) == "now\n"
+    finally:
+        core.delete_namespaced_config_map("later", NS)
+
+
 def test_logs_follow_while_the_pod_runs(core: Any) -> None:
     script = "import time\nfor i in range(6):\n    print('tick', i, flush=True); time.sleep(0.5)"
     core.create_namespaced_pod(NS, runner_pod("ticker", ["python", "-u", "-c", script]))
@@ -198,9 +222,11 @@ def test_deleting_a_pod_stops_its_process(core: Any) -> None:
             terminationGracePeriodSeconds=5,
         ),
     )
+    wait_for(lambda: _phase(core, "sleeper") == "Running", 30, "pod runs")
     wait_for(
         lambda: core.read_namespaced_pod_log("sleeper", NS).strip().isdigit(), 30, "process started"
     )
+
     pid = int(core.read_namespaced_pod_log("sleeper", NS).strip())
     core.delete_namespaced_pod("sleeper", NS)
 
