@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,8 @@ class State:
     runner_nodes: list[str] = field(default_factory=list)
     gpu_nodes: list[str] = field(default_factory=list)
     started_seconds: float = 0.0
+    # Whether the processes die with the process that started them (the fixture).
+    tie_to_parent: bool = False
 
     @classmethod
     def load(cls, directory: Path) -> State | None:
@@ -126,6 +129,44 @@ class ControlPlane:
 
             hostsfile.remove_block(hostsfile.marker(self.directory))
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def stop_process(self, name: str, *, kill: bool = False) -> None:
+        """Stop one process of the cluster (SIGTERM, or SIGKILL with `kill`), leaving the
+        others running: e.g. kube-apiserver, to see how clients ride out its absence."""
+        state = self._state()
+        info = state.processes[name]
+        processes.stop(info["pid"], info["argv0"], first=signal.SIGKILL if kill else signal.SIGTERM)
+
+    def start_process(self, name: str, timeout: float = 60) -> None:
+        """Start a stopped process again with the argv it had (so the same ports, data
+        directory and certificates) and wait until it is ready."""
+        state = self._state()
+        info = state.processes[name]
+        if processes.is_running(info["pid"], info["argv0"]):
+            raise RuntimeError(f"{name} is running (pid {info['pid']})")
+        if name not in RESTARTABLE or "argv" not in info:
+            raise ValueError(f"{name} cannot be restarted; restartable: {', '.join(RESTARTABLE)}")
+        d = self.directory
+        proc = processes.start(
+            info["argv"], d / "logs" / f"{name}.log", tie_to_parent=state.tie_to_parent
+        )
+        state.processes[name] = {**info, "pid": proc.pid}
+        state.save()
+
+        def died() -> str | None:
+            if proc.poll() is None:
+                return None
+            return f"{name} exited with {proc.returncode}:\n" + processes.log_tail(
+                d / "logs" / f"{name}.log"
+            )
+
+        processes.wait_until(RESTARTABLE[name](state), timeout, f"{name} ready", alive=died)
+
+    def _state(self) -> State:
+        state = State.load(self.directory)
+        if state is None:
+            raise RuntimeError(f"no cluster in {self.directory}")
+        return state
 
     def _log_tails(self) -> str:
         return "\n".join(
@@ -196,6 +237,7 @@ class ControlPlane:
             tokens=tokens,
             runner_nodes=runner_nodes,
             gpu_nodes=gpu_nodes,
+            tie_to_parent=options.tie_to_parent,
         )
 
         started: dict[str, subprocess.Popen[bytes]] = {}
@@ -206,6 +248,8 @@ class ControlPlane:
             )
             started[name] = proc
             state.processes[name] = {"pid": proc.pid, "argv0": argv[0]}
+            if name in RESTARTABLE:  # the runner's argv is not enough (its environment)
+                state.processes[name]["argv"] = list(argv)
             state.save()  # saved at once, so `down` finds whatever was started
 
         def died() -> str | None:
@@ -398,6 +442,17 @@ class ControlPlane:
             ready_file = d / "runner" / "ready"
             processes.wait_until(ready_file.is_file, 60, "pod runner", alive=died)
         return state
+
+
+def _apiserver_ready(state: State) -> Callable[[], bool]:
+    ca_file = Path(state.directory) / "pki" / "ca.crt"
+    return lambda: _http_get(f"{state.server}/readyz", ca_file, state.tokens["admin"]) == b"ok"
+
+
+# Processes `start_process` can start again, with their readiness check.
+RESTARTABLE: dict[str, Callable[[State], Callable[[], bool]]] = {
+    "kube-apiserver": _apiserver_ready,
+}
 
 
 def _kwok_argv(

@@ -82,12 +82,12 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def stop(pid: int, argv0: str, timeout: float = 10.0) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after `timeout`."""
+def stop(pid: int, argv0: str, timeout: float = 10.0, first: int = signal.SIGTERM) -> None:
+    """`first` (SIGTERM) to the process group, then SIGKILL what is left after `timeout`."""
     if not is_running(pid, argv0):
         _reap(pid)
         return
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((first, timeout), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig)
         deadline = time.monotonic() + wait

@@ -77,6 +77,20 @@ class TestCluster:
             time.sleep(0.25)
         raise TimeoutError(f"nodes {names} not Ready after {timeout}s")
 
+    def stop_apiserver(self, *, kill: bool = False) -> None:
+        """Stop kube-apiserver alone (SIGTERM, its graceful shutdown; or SIGKILL); etcd and
+        the other components keep running and retry."""
+        controlplane.ControlPlane(Path(self.state.directory)).stop_process(
+            "kube-apiserver", kill=kill
+        )
+
+    def start_apiserver(self, timeout: float = 60) -> None:
+        """Start kube-apiserver again (same argv: same port, etcd, certificates, tokens)
+        and wait for its /readyz."""
+        controlplane.ControlPlane(Path(self.state.directory)).start_process(
+            "kube-apiserver", timeout
+        )
+
     def remove_nodes(self, pool: str) -> None:
         core = self.core()
         nodes = core.list_node(label_selector=f"{manifests.POOL_LABEL}={pool}").items

@@ -1,0 +1,145 @@
+"""The backend's watch cache across a kube-apiserver outage, on the real control plane:
+while the API server is down the backend answers 503 (never its stale copy); once it is
+back the job list is current within seconds, including what changed behind its back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+from kubernetes import dynamic
+
+from jupyter_pai.backends.kubernetes import KubernetesBackend
+from jupyter_pai.backends.kubernetes.naming import make_names
+from jupyter_pai.backends.models import JobState
+from jupyter_pai.errors import NotFound, Unavailable
+from jupyter_pai.spec import parse_job
+from tests.cluster.pytest_plugin import TestCluster
+from tests.kube.test_backend_jobs import GPU_POOL, NS, SLEEPER, _cleanup, make_backend, wait_for
+
+pytestmark = pytest.mark.kube
+
+# How fast the backend must notice the outage, and catch up after it.
+NOTICE_SECONDS = 5.0
+CATCH_UP_SECONDS = 10.0
+_DynamicClient: Any = dynamic.DynamicClient  # untyped
+
+
+def _job(name: str) -> Any:
+    return parse_job(SLEEPER.format(name=name, vc="default", n=2, gpu=1)).job
+
+
+def _create_directly(cluster: TestCluster, backend: KubernetesBackend, name: str) -> str:
+    """Create a job's objects with the Kubernetes client, not through the backend (as
+    another server or kubectl would): the backend only learns of it by watching."""
+    job = _job(name)
+    names = make_names(job, "alice")
+    built = backend.engine.build(job, names)
+    dyn = _DynamicClient(cluster.api("alice"))
+    owner: dict[str, Any] | None = None
+    for manifest in built.objects:  # the primary (index 0 in the native flavour) first
+        body = json.loads(json.dumps(manifest))
+        body["metadata"]["namespace"] = NS
+        if owner is not None:
+            body["metadata"]["ownerReferences"] = [owner]
+        resource = dyn.resources.get(api_version=body["apiVersion"], kind=body["kind"])
+        created = resource.create(body=body, namespace=NS)
+        if owner is None:
+            owner = {
+                "apiVersion": created.apiVersion,
+                "kind": created.kind,
+                "name": created.metadata.name,
+                "uid": created.metadata.uid,
+            }
+    return names.job_id
+
+
+def _delete_directly(cluster: TestCluster, backend: KubernetesBackend, job_id: str) -> None:
+    primary = backend.cache["primary"].by_index(job_id)[0]
+    cluster.core("alice").delete_namespaced_config_map(
+        primary["metadata"]["name"], NS, propagation_policy="Background"
+    )
+
+
+async def _until_unavailable(backend: KubernetesBackend) -> float:
+    start = time.monotonic()
+    while True:
+        try:
+            await backend.list_jobs()
+        except Unavailable as error:
+            assert "cluster unreachable" in error.message, error.message
+            assert error.status == 503
+            return time.monotonic() - start
+        assert time.monotonic() - start < NOTICE_SECONDS, "still serving the cache"
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+async def test_apiserver_outage_is_503_then_the_list_is_current_again(
+    kube_cluster: TestCluster, kill: bool
+) -> None:
+    _cleanup(kube_cluster, NS)
+    b = make_backend(kube_cluster, node_selector=GPU_POOL)
+    await b.start()
+    stopped = False
+    try:
+        # Names of their own per case: the garbage collector may still be removing the
+        # objects of the last case's jobs.
+        tag = "k" if kill else "t"
+        kept = (await b.submit(_job(f"kept-{tag}"))).id
+        doomed = (await b.submit(_job(f"doomed-{tag}"))).id
+        for job_id in (kept, doomed):
+            await wait_for(b, job_id, lambda d: d.state == JobState.RUNNING)
+        assert {j.id for j in await b.list_jobs()} == {kept, doomed}  # the cache is warm
+
+        kube_cluster.stop_apiserver(kill=kill)
+        stopped = True
+        noticed = await _until_unavailable(b)
+        print(f"503 after {noticed:.2f}s")
+        # And it stays so: every read refuses rather than serving the old copy.
+        for _ in range(3):
+            with pytest.raises(Unavailable, match="cluster unreachable"):
+                await b.get_job(kept)
+            with pytest.raises(Unavailable):
+                await b.list_jobs()
+            with pytest.raises(Unavailable):
+                await b.virtual_clusters()
+            await asyncio.sleep(0.5)
+
+        kube_cluster.start_apiserver()
+        stopped = False
+        # Changes made at once, likely before the backend's watches are back (their
+        # backoff): it must catch up by listing again, not only by watching.
+        back = time.monotonic()
+        direct = _create_directly(kube_cluster, b, f"direct-{tag}")
+        _delete_directly(kube_cluster, b, doomed)
+        listed: set[str] = set()
+        while True:
+            try:
+                listed = {j.id for j in await b.list_jobs()}
+            except Unavailable:
+                listed = set()
+            if listed == {kept, direct}:
+                break
+            assert time.monotonic() - back < CATCH_UP_SECONDS, f"listed {listed}"
+            await asyncio.sleep(0.1)
+        print(f"current {time.monotonic() - back:.2f}s after the API server was ready")
+        with pytest.raises(NotFound):
+            await b.get_job(doomed)
+        assert (await b.get_job(kept)).state == JobState.RUNNING
+        # The directly created job is followed by the watches like any other.
+        running = await wait_for(b, direct, lambda d: d.state == JobState.RUNNING, 30)
+        assert all((t.node or "").startswith("gpu-") for t in running.tasks)
+        # And the watches are live again: a change now shows up without a relist.
+        lists = {name: r.lists for name, r in b.cache.reflectors.items()}
+        await b.stop_job(kept)
+        await wait_for(b, kept, lambda d: d.state == JobState.STOPPED, 30)
+        assert {name: r.lists for name, r in b.cache.reflectors.items()} == lists
+    finally:
+        if stopped:
+            kube_cluster.start_apiserver()
+        await b.close()
+        _cleanup(kube_cluster, NS)
