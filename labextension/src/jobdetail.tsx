@@ -350,7 +350,7 @@ export class JobDetailPanel extends SplitPanel {
     this._logArea.addWidget(this._logTitle);
     this.addWidget(this._summary);
     this.addWidget(this._logArea);
-    this.setRelativeSizes([2, 3]);
+    this.setRelativeSizes([1, 1]);
 
     this.model.changed.connect(this._onChanged, this);
     this.model.start();

@@ -67,7 +67,8 @@ export async function cloneJob(
 /** `train` → `train-2`, `train-2` → `train-3`, skipping names in use. */
 export function nextName(name: string, jobs: { name: string }[]): string {
   const taken = new Set(jobs.map(j => j.name));
-  const match = /^(.*?)-(\d+)$/.exec(name);
+  // A short numeric suffix is a counter; a long one (a date, a timestamp) is part of the name.
+  const match = /^(.*?)-(\d{1,3})$/.exec(name);
   const stem = match ? match[1] : name;
   let n = match ? Number(match[2]) + 1 : 2;
   while (taken.has(`${stem}-${n}`)) {

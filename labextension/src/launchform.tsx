@@ -78,6 +78,28 @@ export function formFieldPaths(form: JobForm): string[] {
   return paths;
 }
 
+/** The form with the virtual cluster and image the server lists where it has none. */
+function withCatalogueDefaults(form: JobForm, model: PAIModel): JobForm {
+  const vcs = model.virtualClusters;
+  const images = model.images;
+  let next = form;
+  if (!next.virtualCluster && vcs.length) {
+    const preferred =
+      vcs.find(v => v.name === model.settings.defaultVirtualCluster) ??
+      [...vcs].sort((a, b) => b.free.gpu - a.free.gpu)[0];
+    next = { ...next, virtualCluster: preferred.name };
+  }
+  if (!next.image && images.length) {
+    const wanted = catalogueEntry(images, model.settings.defaultImage);
+    next = { ...next, image: (wanted ?? images[0]).uri };
+  }
+  const named = catalogueEntry(images, next.image);
+  if (named && named.uri !== next.image) {
+    next = { ...next, image: named.uri };
+  }
+  return next;
+}
+
 let fieldCounter = 0;
 
 function useFieldId(prefix: string): string {
@@ -390,24 +412,10 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   // Fill in the virtual cluster and image once the server has listed them.
   React.useEffect(() => {
     setForm(f => {
-      let next = f;
-      if (!next.virtualCluster && vcs.length) {
-        const preferred =
-          vcs.find(v => v.name === model.settings.defaultVirtualCluster) ??
-          [...vcs].sort((a, b) => b.free.gpu - a.free.gpu)[0];
-        next = { ...next, virtualCluster: preferred.name };
+      if (f.image && !catalogueEntry(images, f.image)) {
+        setCustomImage(images.length > 0 || !!f.image);
       }
-      if (!next.image && images.length) {
-        const wanted = catalogueEntry(images, model.settings.defaultImage);
-        next = { ...next, image: (wanted ?? images[0]).uri };
-      } else if (next.image && !catalogueEntry(images, next.image)) {
-        setCustomImage(images.length > 0 || !!next.image);
-      }
-      const named = catalogueEntry(images, next.image);
-      if (named && named.uri !== next.image) {
-        next = { ...next, image: named.uri };
-      }
-      return next;
+      return withCatalogueDefaults(f, model);
     });
   }, [vcs, images]);
 
@@ -427,12 +435,16 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   // Clone, "new job", storage mounts: requests from other views.
   React.useEffect(() => {
     const onForm = (_: PAIModel, requested: JobForm | null) => {
+      // A new form gets the listed VC and image at once, not at the next refresh.
       load(
         requested ??
-          newJobForm({
-            virtualCluster: model.settings.defaultVirtualCluster,
-            image: model.settings.defaultImage
-          })
+          withCatalogueDefaults(
+            newJobForm({
+              virtualCluster: model.settings.defaultVirtualCluster,
+              image: model.settings.defaultImage
+            }),
+            model
+          )
       );
     };
     const onMount = (
@@ -1022,7 +1034,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
 
           <div className="jp-PAI-section-title">Scheduling</div>
           <div className="jp-PAI-field" data-path="extras.gangAllocation">
-            <label className="jp-PAI-check">
+            <label className="jp-PAI-check jp-PAI-wrap">
               <input
                 type="checkbox"
                 checked={form.gang}

@@ -56,6 +56,24 @@ def main() -> int:
             time.sleep(1)
             shot(page, args.out, f"panel-{section}{suffix}")
 
+        # Storage: preview a file, then mount a folder into the launch form.
+        page.click("#jp-PAI-tab-storage")
+        page.wait_for_selector(".jp-PAI-entries, .jp-PAI-storage .jp-PAI-empty", timeout=10000)
+        texts = [
+            f for f in page.query_selector_all(".jp-PAI-entry-file .jp-PAI-entry-name")
+            if f.inner_text().strip().endswith((".json", ".txt", ".log", ".yaml", ".py", ".md"))
+        ]
+        if texts:
+            texts[0].click()
+            page.wait_for_selector(".jp-PAI-preview-text", timeout=10000)
+            shot(page, args.out, f"storage-preview{suffix}")
+            print("preview:", page.inner_text(".jp-PAI-preview-text")[:60].replace("\n", " "))
+            page.click("[aria-label='Close preview']")
+        page.click(".jp-PAI-storage >> text=Mount this folder")
+        page.wait_for_selector("#jp-PAI-section-launch:not([hidden]) .jp-PAI-mount", timeout=10000)
+        print("mount: the launch form mounts", page.input_value(".jp-PAI-mount select"))
+        page.click(".jp-PAI-mount [aria-label^='Remove storage']")
+
         # Submit: a bad name first (error next to the field), then a good job.
         page.fill("[data-path='name'] input", "bad name!")
         page.fill("[data-path='taskRoles.worker.commands'] textarea", args.job_command)
@@ -86,6 +104,45 @@ def main() -> int:
         page.click("#jp-PAI-tab-jobs")
         time.sleep(1)
         shot(page, args.out, f"jobs-after{suffix}")
+
+        # The job ends: a notification says so.
+        page.wait_for_selector(f".Toastify__toast:has-text('{name} succeeded')", timeout=60000)
+        print("notification: job succeeded")
+
+        # Clone: the form opens filled from the job's spec, with a new name.
+        page.click(f"[data-job-id$='{name}'] [aria-label='Clone {name}']")
+        page.wait_for_selector("#jp-PAI-section-launch:not([hidden])", timeout=10000)
+        page.wait_for_function(
+            f"() => document.querySelector(\"[data-path='name'] input\")?.value === '{name}-2'",
+            timeout=10000,
+        )
+        cloned = page.input_value("[data-path='name'] input")
+        command = page.input_value("[data-path='taskRoles.worker.commands'] textarea")
+        assert cloned == f"{name}-2", cloned
+        assert command == args.job_command, command
+        print("clone: form filled as", cloned)
+
+        # Two one-GPU jobs in the one-GPU VC: the second waits, with its reason shown.
+        for i in (1, 2):
+            page.fill("[data-path='name'] input", f"{name}-wait{i}")
+            page.select_option("[data-path='defaults.virtualCluster'] select", "default")
+            page.fill("[data-path='taskRoles.worker.commands'] textarea", "sleep 30")
+            page.click(".jp-PAI-submit")
+            page.wait_for_selector(f".jp-PAI-detail-head h2:has-text('{name}-wait{i}')", timeout=30000)
+        try:
+            page.wait_for_selector(".jp-PAI-waiting >> visible=true", timeout=30000)
+        except Exception:
+            shot(page, args.out, "failure")
+            raise
+        print("waiting:", page.inner_text(".jp-PAI-waiting >> visible=true"))
+        shot(page, args.out, f"job-waiting{suffix}")
+        page.click(".jp-PAI-detail-head >> visible=true >> text=Stop")
+        page.click(".jp-Dialog >> text=Stop job")
+        page.wait_for_selector(".jp-PAI-detail-head .jp-PAI-state-stopped >> visible=true", timeout=30000)
+        print("stop: the waiting job is STOPPED")
+        page.click("#jp-PAI-tab-cluster")
+        time.sleep(1)
+        shot(page, args.out, f"cluster-busy{suffix}")
         browser.close()
     real = [e for e in errors if "jupyter-pai" in e or "PAI" in e]
     print("console errors:", *errors, sep="\n  ")

@@ -52,3 +52,13 @@ describe('models', () => {
     expect(matchesFilter({ keyword: 'bert' }, job())).toBe(false);
   });
 });
+
+describe('clone names', () => {
+  // eslint-disable-next-line @typescript-eslint/no-var-requires
+  const { nextName } = require('../jobslist');
+  it('counts up a short suffix and keeps long numbers whole', () => {
+    expect(nextName('train', [])).toBe('train-2');
+    expect(nextName('train-2', [{ name: 'train-3' }])).toBe('train-4');
+    expect(nextName('job-20240501-1432', [])).toBe('job-20240501-1432-2');
+  });
+});
