@@ -5,6 +5,7 @@ import {
   matchesFilter,
   type JobSummary
 } from '../models';
+import { nextName } from '../jobslist';
 
 const job = (over: Partial<JobSummary> = {}): JobSummary => ({
   id: 'mei~resnet-lr3',
@@ -54,8 +55,6 @@ describe('models', () => {
 });
 
 describe('clone names', () => {
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
-  const { nextName } = require('../jobslist');
   it('counts up a short suffix and keeps long numbers whole', () => {
     expect(nextName('train', [])).toBe('train-2');
     expect(nextName('train-2', [{ name: 'train-3' }])).toBe('train-4');
