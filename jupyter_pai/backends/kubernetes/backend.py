@@ -8,6 +8,7 @@ import base64
 import contextlib
 import json
 import os
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,17 @@ from .watch import Reflector, WatchCache
 
 OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 MOUNT_PATH_ANNOTATION = "jupyter-pai.io/mount-path"
+
+
+@dataclass
+class _Derived:
+    rv: Any  # the primary's resourceVersion the spec was parsed from
+    key: tuple[Any, ...]
+    waiting: bool
+    job: JobProtocol
+    names: JobNames
+    view: JobView
+    summary: JobSummary
 
 
 def _now() -> str:
@@ -157,9 +169,9 @@ class KubernetesBackend(Backend):
         self.rest: Rest | None = None
         self._api: Any = None
         self._enforcing: set[str] = set()
-        self._views: dict[str, tuple[Any, JobView]] = {}
-        # Parsed specs by uid, kept while the object's resourceVersion holds.
-        self._parsed: dict[str, tuple[Any, JobProtocol, JobNames]] = {}
+        # What is derived from a job's objects (spec, state, summary), by primary uid; valid
+        # while the key `_derived_key` computes from the watch cache holds.
+        self._derived: dict[str, _Derived] = {}
         self.helpers: HelperPods | None = None
 
     # -- life cycle ----------------------------------------------------------------------
@@ -281,31 +293,42 @@ class KubernetesBackend(Backend):
             events += self.cache["events"].by_index(name)
         return events
 
-    def _view(
-        self, primary: Obj, vcs_now: dict[str, VirtualCluster] | None = None
-    ) -> tuple[JobProtocol, JobNames, JobView]:
-        meta = primary["metadata"]
-        parsed_key = (meta.get("uid"), meta.get("resourceVersion"))
-        parsed = self._parsed.get(names_key := meta.get("uid", ""))
-        if parsed is None or parsed[0] != parsed_key:
-            parsed = (
-                parsed_key,
-                self._spec(primary),
-                JobNames.from_annotations(meta["annotations"]),
-            )
-            self._parsed[names_key] = parsed
-        _, job, names = parsed
-        pods = self._pods(names)
-        key = (
-            primary["metadata"].get("resourceVersion"),
-            tuple(sorted(p["metadata"].get("resourceVersion", "") for _, _, p in pods)),
+    # Reflectors whose objects a waiting reason reads besides the job's own pods.
+    _NOT_WAITING_INPUTS = frozenset(("primary", "pods", "claims"))
+
+    def _waiting_inputs(self) -> tuple[int, ...]:
+        return tuple(
+            r.version for k, r in self.cache.reflectors.items() if k not in self._NOT_WAITING_INPUTS
         )
-        cached = self._views.get(names.job_id)
-        if cached and cached[0] == key and cached[1].state != JobState.WAITING:
-            return job, names, cached[1]
-        view = job_view(job, names, primary, pods)
+
+    def _derived_key(
+        self, primary: Obj, names: JobNames, waiting: bool, inputs: tuple[int, ...] | None
+    ) -> tuple[Any, ...]:
+        """Changes whenever the job's view may: its primary or its pods changed, or, for a
+        waiting job, anything its waiting reason reads (events, pod groups, quotas…)."""
+        key: tuple[Any, ...] = (
+            primary["metadata"].get("resourceVersion"),
+            self.cache["pods"].index_version(names.base),
+        )
+        if waiting:
+            key += inputs if inputs is not None else self._waiting_inputs()
+        return key
+
+    def _view(self, primary: Obj, inputs: tuple[int, ...] | None = None) -> _Derived:
+        meta = primary["metadata"]
+        uid = str(meta.get("uid", ""))
+        cached = self._derived.get(uid)
+        if cached is not None and cached.rv == meta.get("resourceVersion"):
+            job, names = cached.job, cached.names
+            if cached.key == self._derived_key(primary, names, cached.waiting, inputs):
+                self._enforce(primary, names, cached.view)
+                return cached
+        else:
+            job = self._spec(primary)
+            names = JobNames.from_annotations(meta["annotations"])
+        view = job_view(job, names, primary, self._pods(names))
         if view.state == JobState.WAITING:
-            vc = (vcs_now or {}).get(job.virtual_cluster)
+            vc = self._vc_map_now().get(job.virtual_cluster)
             group = next(
                 (
                     g
@@ -323,9 +346,19 @@ class KubernetesBackend(Backend):
                 pod_group=group,
                 gpu_resource=self.gpu_resource,
             )
-        self._views[names.job_id] = (key, view)
+        waiting = view.state == JobState.WAITING
+        derived = _Derived(
+            rv=meta.get("resourceVersion"),
+            key=self._derived_key(primary, names, waiting, inputs),
+            waiting=waiting,
+            job=job,
+            names=names,
+            view=view,
+            summary=self._summary(primary, job, names, view),
+        )
+        self._derived[uid] = derived
         self._enforce(primary, names, view)
-        return job, names, view
+        return derived
 
     def _summary(
         self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView
@@ -351,22 +384,24 @@ class KubernetesBackend(Backend):
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
         self.cache.check()
         primaries = self.cache["primary"].values()
-        vcs_now = await self._vc_map(primaries_only=True)
         jobs = []
+        inputs = self._waiting_inputs()
         for primary in primaries:
             try:
-                job, names, view = self._view(primary, vcs_now)
+                jobs.append(self._view(primary, inputs).summary)
             except (KeyError, ValueError):
                 continue  # not one of ours, or written by an incompatible version
-            jobs.append(self._summary(primary, job, names, view))
+        if len(self._derived) > len(primaries):  # forget deleted jobs
+            alive = {p["metadata"].get("uid") for p in primaries}
+            self._derived = {u: d for u, d in self._derived.items() if u in alive}
         if query is not None:
             jobs = [j for j in jobs if query.matches(j)]
         return sorted(jobs, key=lambda j: j.submission_time, reverse=True)
 
     async def get_job(self, job_id: str) -> JobDetail:
         primary = self._primary(job_id)
-        job, names, view = self._view(primary, await self._vc_map(primaries_only=True))
-        return self._detail(primary, job, names, view)
+        d = self._view(primary)
+        return self._detail(primary, d.job, d.names, d.view)
 
     def _detail(self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> JobDetail:
         tasks = [
@@ -422,7 +457,10 @@ class KubernetesBackend(Backend):
             return Resources()
         return vcs.cluster_total(nodes.get("items") or [], self.gpu_resource)
 
-    async def _vc_map(self, primaries_only: bool = False) -> dict[str, VirtualCluster]:
+    async def _vc_map(self) -> dict[str, VirtualCluster]:
+        return self._vc_map_now()
+
+    def _vc_map_now(self) -> dict[str, VirtualCluster]:
         """Virtual clusters by name, without jobs' queue counts (used for waiting reasons)."""
         if self.flavor == "volcano":
             return {
@@ -590,7 +628,8 @@ class KubernetesBackend(Backend):
         names = JobNames.from_annotations(primary["metadata"]["annotations"])
         if names.user != self.user:
             raise Forbidden(f"job {job_id} belongs to {names.user}; only they may stop it")
-        job, names, view = self._view(primary)
+        d = self._view(primary)
+        job, names, view = d.job, d.names, d.view
         if view.state.terminal or view.state == JobState.STOPPING:
             return self._detail(primary, job, names, view)
         rest = self._rest()
@@ -604,7 +643,8 @@ class KubernetesBackend(Backend):
             await self._run_stop_steps(primary, names)
         except ApiError as error:
             raise typed(error) from None
-        job, names, view = self._view(primary)
+        d = self._view(primary)
+        job, names, view = d.job, d.names, d.view
         return self._detail(primary, job, names, view)
 
     async def _run_stop_steps(self, primary: Obj, names: JobNames) -> None:
@@ -668,7 +708,8 @@ class KubernetesBackend(Backend):
 
     async def logs(self, job_id: str, query: LogQuery) -> LogStream:
         primary = self._primary(job_id)
-        job, names, view = self._view(primary)
+        d = self._view(primary)
+        job, names, view = d.job, d.names, d.view
         role = query.role or next(iter(job.task_roles))
         task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
         if task is None:

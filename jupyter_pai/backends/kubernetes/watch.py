@@ -56,6 +56,10 @@ class Reflector:
         self.store: dict[str, Obj] = {}
         self._index_fn = index
         self._index: dict[str, set[str]] = {}
+        # Bumped for an index value whenever an object under it changes, so a reader can
+        # cache what it derives from `by_index(value)`; a relist starts a new epoch.
+        self._index_versions: dict[str, int] = {}
+        self.epoch = 0
         self.healthy = False
         self.error: str | None = None
         self.version = 0  # bumped on every change
@@ -74,6 +78,10 @@ class Reflector:
 
     def by_index(self, value: str) -> list[Obj]:
         return [self.store[k] for k in self._index.get(value, ()) if k in self.store]
+
+    def index_version(self, value: str) -> tuple[int, int]:
+        """Changes whenever `by_index(value)` may have changed."""
+        return self.epoch, self._index_versions.get(value, 0)
 
     async def changed(self, timeout: float) -> None:
         """Wait until the store changes (or ``timeout``)."""
@@ -150,6 +158,7 @@ class Reflector:
             if not token:
                 break
         self.store = items
+        self.epoch += 1
         self._reindex()
         return str((page.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -194,6 +203,7 @@ class Reflector:
 
     def _reindex(self) -> None:
         self._index = {}
+        self._index_versions = {}
         for key, obj in self.store.items():
             self._add_index(key, obj)
 
@@ -202,6 +212,7 @@ class Reflector:
             return
         for value in self._index_fn(obj):
             self._index.setdefault(value, set()).add(key)
+            self._index_versions[value] = self._index_versions.get(value, 0) + 1
 
     def _unindex(self, key: str) -> None:
         old = self.store.get(key)
@@ -209,6 +220,7 @@ class Reflector:
             return
         for value in self._index_fn(old):
             self._index.get(value, set()).discard(key)
+            self._index_versions[value] = self._index_versions.get(value, 0) + 1
 
 
 def _describe(error: BaseException) -> str:
