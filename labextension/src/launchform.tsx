@@ -627,14 +627,23 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     }
   };
 
+  // Focus the first invalid field once the errors are rendered (an effect runs
+  // after the commit; a timer or animation frame may run before it).
+  const focusPending = React.useRef(false);
   const focusFirstError = () => {
-    requestAnimationFrame(() => {
-      const el = document.querySelector<HTMLElement>(
-        '.jp-PAI-launch .jp-mod-invalid input, .jp-PAI-launch .jp-mod-invalid textarea, .jp-PAI-launch .jp-mod-invalid select'
-      );
-      el?.focus();
-    });
+    focusPending.current = true;
   };
+  React.useEffect(() => {
+    if (!focusPending.current) {
+      return;
+    }
+    focusPending.current = false;
+    document
+      .querySelector<HTMLElement>(
+        '.jp-PAI-launch .jp-mod-invalid input, .jp-PAI-launch .jp-mod-invalid textarea, .jp-PAI-launch .jp-mod-invalid select'
+      )
+      ?.focus();
+  });
 
   const goToLine = (line: number | undefined) => {
     const area = yamlArea.current;

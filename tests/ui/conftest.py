@@ -3,7 +3,9 @@ through Playwright. Every test leaves screenshots in ``test-artifacts/screenshot
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -11,10 +13,13 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +42,7 @@ class Lab:
     token: str
     state_dir: Path
     root_dir: Path
+    submitted: list[str] = field(default_factory=list)
 
     def api(
         self,
@@ -55,6 +61,67 @@ class Lab:
         with urllib.request.urlopen(request, timeout=30) as response:
             data: bytes = response.read()
             return data
+
+    def json(self, path: str, **kwargs: Any) -> Any:
+        return json.loads(self.api(path, **kwargs) or b"null")
+
+    def submit(
+        self,
+        name: str,
+        command: str | list[str],
+        *,
+        instances: int = 1,
+        gpu: int = 0,
+        vc: str | None = None,
+    ) -> dict[str, Any]:
+        """Submit a one-role protocol v2 job through the REST API; the job is stopped
+        after the test (see the ``jobs`` fixture)."""
+        spec: dict[str, Any] = {
+            "protocolVersion": 2,
+            "name": name,
+            "type": "job",
+            "prerequisites": [{"name": "img", "type": "dockerimage", "uri": "python:3.11"}],
+            "taskRoles": {
+                "worker": {
+                    "instances": instances,
+                    "dockerImage": "img",
+                    "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": gpu},
+                    "commands": [command] if isinstance(command, str) else command,
+                }
+            },
+        }
+        if vc:
+            spec["defaults"] = {"virtualCluster": vc}
+        job: dict[str, Any] = self.json("jobs", method="POST", body=json.dumps(spec).encode())
+        self.submitted.append(job["id"])
+        return job
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.json(f"jobs/{urllib.parse.quote(job_id, safe='')}")
+        return found
+
+    def job_by_name(self, name: str) -> dict[str, Any]:
+        jobs = self.json(f"jobs?keyword={urllib.parse.quote(name)}")["jobs"]
+        matching = [j for j in jobs if j["name"] == name]
+        assert matching, f"no job named {name}: {[j['name'] for j in jobs]}"
+        return dict(matching[0])
+
+    def stop(self, job_id: str) -> None:
+        try:
+            self.api(f"jobs/{urllib.parse.quote(job_id, safe='')}", method="DELETE")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+
+    def wait_state(self, job_id: str, *states: str, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.job(job_id)
+            if job["state"] in states:
+                return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{job_id} is {job['state']}, not {states}: {job}")
+            time.sleep(0.2)
 
 
 def free_port() -> int:
@@ -83,6 +150,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     news = base / "settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # The panel refreshes every second (default 5 s), so short states (RUNNING of a
+    # 6-second job) are seen.
+    pai_settings = base / "settings" / "jupyter-pai"
+    pai_settings.mkdir(parents=True)
+    (pai_settings / "plugin.jupyterlab-settings").write_text('{"refreshInterval": 1}')
     port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
@@ -153,12 +225,43 @@ def page(browser: object, lab: Lab, request: pytest.FixtureRequest) -> Iterator[
     context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
     pg = context.new_page()
     pg.set_default_timeout(30_000)
-    pg.goto(f"{lab.url}lab?token={lab.token}")
+    # A fresh workspace: no job tabs restored from an earlier test.
+    pg.goto(f"{lab.url}lab?reset&token={lab.token}")
     pg.wait_for_selector("#jp-main-dock-panel", state="attached")
     yield pg
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     pg.screenshot(path=str(SCREENSHOTS / f"{request.node.name}-end.png"))
     context.close()
+
+
+@pytest.fixture
+def jobs(lab: Lab) -> Iterator[Lab]:
+    """The lab; every job a test submits through ``lab.submit`` is stopped after it, and
+    the test waits until they have ended, so the next test starts on free GPUs."""
+    lab.submitted.clear()
+    yield lab
+    for job_id in lab.submitted:
+        lab.stop(job_id)
+    for job_id in lab.submitted:
+        lab.wait_state(job_id, "STOPPED", "SUCCEEDED", "FAILED", timeout=30)
+    lab.submitted.clear()
+
+
+def open_panel(page: Any, section: str = "launch") -> None:
+    """Show the PAI side panel and one of its sections (launch, jobs, storage, cluster)."""
+    panel = page.locator("#jupyter-pai-panel")
+    if not panel.is_visible():
+        page.click('.jp-SideBar [data-id="jupyter-pai-panel"]')
+    page.locator(".jp-PAI-info-user").wait_for()
+    page.click(f"#jp-PAI-tab-{section}")
+    page.locator(f"#jp-PAI-section-{section}").wait_for()
+
+
+def job_row(page: Any, name: str) -> Any:
+    """The job list's row of the job named ``name``."""
+    return page.locator(".jp-PAI-job-row").filter(
+        has=page.locator(".jp-PAI-job-name", has_text=re.compile(f"^{re.escape(name)}$"))
+    )
 
 
 def shot(page: object, name: str) -> Path:

@@ -1,0 +1,91 @@
+"""Issue 5, 5: errors next to what is wrong: the YAML editor validates as it is typed, and
+a value only the server rejects (400) comes back next to its form field."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from playwright.sync_api import expect
+
+from .conftest import Lab, open_panel, shot
+
+
+def test_yaml_editor_shows_field_errors(page, lab: Lab) -> None:
+    open_panel(page, "launch")
+    form = page.locator(".jp-PAI-launch")
+    form.locator("[data-path='name'] input").fill("yaml-job")
+    form.locator("[data-path='taskRoles.worker.commands'] textarea").fill("echo hi")
+    form.get_by_role("button", name="Edit as YAML").click()
+
+    area = form.locator("#jp-PAI-yaml-text")
+    expect(area).to_have_value(re.compile(r"name: yaml-job"))
+    errors = form.locator("#jp-PAI-yaml-errors")
+    expect(errors).to_have_text("Valid protocol v2 job.")
+
+    text = area.input_value()
+    assert re.search(r"gpu: \d+", text), text
+    area.fill(re.sub(r"gpu: \d+", "gpu: -1", text).replace("name: yaml-job", "name: bad name!"))
+    expect(area).to_have_attribute("aria-invalid", "true")
+    items = errors.locator("li")
+    expect(items.filter(has_text="taskRoles.worker.resourcePerInstance.gpu")).to_have_count(1)
+    expect(items.filter(has=page.locator("code", has_text=re.compile("^name$")))).to_have_count(1)
+    # Each error names its line, and the button selects that line.
+    gpu_error = items.filter(has_text="resourcePerInstance.gpu")
+    line_button = gpu_error.get_by_role("button", name=re.compile(r"^line \d+$"))
+    line_button.click()
+    line = int(line_button.inner_text().split()[1])
+    selected = area.evaluate("a => a.value.slice(a.selectionStart, a.selectionEnd)")
+    assert "gpu: -1" in selected, (line, selected)
+    shot(page, "form-errors-1-yaml")
+
+    # Submitting invalid YAML sends nothing.
+    before = len(lab.json("jobs")["jobs"])
+    form.locator(".jp-PAI-submit").click()
+    expect(form.locator(".jp-PAI-error")).to_contain_text("The YAML has problems")
+    assert len(lab.json("jobs")["jobs"]) == before
+
+    # Fixed, it is valid again.
+    area.fill(area.input_value().replace("gpu: -1", "gpu: 0").replace("bad name!", "yaml-ok"))
+    expect(errors).to_have_text("Valid protocol v2 job.")
+    expect(area).to_have_attribute("aria-invalid", "false")
+    form.get_by_role("button", name="New").click()
+
+
+def test_server_400_shown_next_to_the_field(page, jobs: Lab) -> None:
+    open_panel(page, "launch")
+    form = page.locator(".jp-PAI-launch")
+    form.get_by_role("button", name="New").click()
+    # A new form has the listed VC and image at once (not only after the next refresh).
+    expect(form.locator("[data-path='defaults.virtualCluster'] select")).to_have_value("default")
+    expect(form.locator("[data-path='prerequisites'] select")).not_to_have_value("__custom__")
+    expect(form.locator("#jp-PAI-image-uri")).to_have_count(0)
+    name = f"ui-bad-{int(time.time())}"
+    form.locator("[data-path='name'] input").fill(name)
+    # The form has no check for template markers; the server rejects an undefined parameter.
+    command = form.locator("[data-path='taskRoles.worker.commands'] textarea")
+    command.fill("python train.py --epochs <% $parameters.epochs %>")
+    form.locator(".jp-PAI-submit").click()
+
+    field = form.locator("[data-path='taskRoles.worker.commands']")
+    expect(field).to_have_class(re.compile("jp-mod-invalid"))
+    expect(field.locator(".jp-PAI-field-errors")).to_contain_text(
+        "$parameters.epochs is not defined"
+    )
+    expect(command).to_be_focused()
+    expect(command).to_have_attribute(
+        "aria-describedby", re.compile(".+")
+    )  # the error is the field's description
+    expect(form.locator(".jp-PAI-error[role='alert']").first).to_be_visible()
+    shot(page, "form-errors-2-server-400")
+    assert not [j for j in jobs.json("jobs")["jobs"] if j["name"] == name]
+
+    # Editing the field clears the stale server error; with the parameter defined it submits.
+    form.get_by_role("button", name="+ Add parameter").click()
+    form.get_by_label("parameter 1 name").fill("epochs")
+    expect(field.locator(".jp-PAI-field-errors")).to_have_count(0)
+    form.get_by_label("parameter 1 value").fill("1")
+    command.fill("echo epochs <% $parameters.epochs %>")
+    form.locator(".jp-PAI-submit").click()
+    expect(page.locator(".jp-PAI-detail-head h2")).to_have_text(name)
+    jobs.submitted.append(jobs.job_by_name(name)["id"])
