@@ -30,8 +30,9 @@ class LogSource:
     done: Callable[[], bool]  # True once the container has exited for good
 
 
-# (namespace, pod, container) -> where its log is, or None for an unknown container.
-Resolver = Callable[[str, str, str], LogSource | None]
+# (namespace, pod, container, previous) -> where its log is (or its last terminated
+# instance's), or None for an unknown container.
+Resolver = Callable[[str, str, str, bool], LogSource | None]
 
 
 def _parse_time(text: str) -> float:
@@ -53,6 +54,7 @@ class LogQuery:
     tail_lines: int | None = None
     limit_bytes: int | None = None
     since: float | None = None
+    previous: bool = False
 
     @classmethod
     def parse(cls, query: str) -> LogQuery:
@@ -69,6 +71,7 @@ class LogQuery:
             tail_lines=int(tail) if tail not in (None, "all", "-1") else None,
             limit_bytes=int(params["limitBytes"]) if "limitBytes" in params else None,
             since=since,
+            previous=params.get("previous") in ("true", "1"),
         )
 
 
@@ -139,11 +142,17 @@ class KubeletProxy:
         if len(parts) != 3:
             self._reply(conn, "400 Bad Request", b"expected /containerLogs/ns/pod/container")
             return
-        source = self.resolve(*parts)
+        query = LogQuery.parse(url.query)
+        source = self.resolve(parts[0], parts[1], parts[2], query.previous)
+        if source is not None and query.previous and not source.path.exists():
+            # What a kubelet answers; the API server passes it on as a 400.
+            _, pod, container = parts
+            message = f'previous terminated container "{container}" in pod "{pod}" not found'
+            self._reply(conn, "400 Bad Request", message.encode())
+            return
         if source is None or not source.path.exists():
             self._reply(conn, "404 Not Found", f"no logs for {'/'.join(parts)}".encode())
             return
-        query = LogQuery.parse(url.query)
         conn.sendall(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"

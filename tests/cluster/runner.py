@@ -103,11 +103,15 @@ class Runner:
 
     # -- main loop --------------------------------------------------------------------
 
-    def log_source(self, namespace: str, pod: str, container: str) -> LogSource | None:
+    def log_source(
+        self, namespace: str, pod: str, container: str, previous: bool = False
+    ) -> LogSource | None:
         run = self.by_name.get((namespace, pod))
         item = run.containers.get(container) if run else None
         if run is None or item is None:
             return None
+        if previous:  # the last terminated instance, kept as a kubelet keeps it
+            return LogSource(path=run.workdir / f"{container}.previous.log", done=lambda: True)
         return LogSource(path=run.workdir / f"{container}.log", done=lambda: item.final)
 
     def run(self) -> None:
@@ -229,7 +233,14 @@ class Runner:
     def _on_restart(self, uid: str, name: str) -> None:
         run = self.pods.get(uid)
         if run is not None and not run.deleting:
-            self._spawn(run, run.containers[name])
+            # Each instance of a container gets a log of its own; the one before is kept
+            # for `previous=true` (a kubelet keeps one terminated instance too).
+            container = run.containers[name]
+            container.log.close()
+            current = run.workdir / f"{name}.log"
+            current.replace(run.workdir / f"{name}.previous.log")
+            container.log = crilog.CriLogWriter(current)
+            self._spawn(run, container)
             self._patch_status(run)
 
     # -- starting and stopping --------------------------------------------------------

@@ -63,7 +63,7 @@ from .resources import (
     kind_of,
 )
 from .rest import ApiError, Obj, Rest, path, typed
-from .states import JobView, job_view, waiting_reason
+from .states import JobView, Task, job_view, waiting_reason
 from .storage import HelperPods
 from .watch import Reflector, WatchCache
 
@@ -723,13 +723,16 @@ class KubernetesBackend(Backend):
             return LogStream(size=0, chunks=nothing(), role=role, index=query.index)
         if query.offset is not None and query.offset < 0:
             raise BadRequest("offset must be ≥ 0")
-        previous = query.attempt is not None and query.attempt < task.retries
+        pod, previous = self._attempt(task, query.attempt, job_id)
         try:
             chunks = await pod_log(
                 self._rest(),
                 self.namespace,
-                task.pod,
-                follow=query.follow and not previous and not task.state.terminal,
+                pod,
+                follow=query.follow
+                and pod == task.pod
+                and not previous
+                and not task.state.terminal,
                 tail=query.tail,
                 previous=previous,
                 limit=query.limit,
@@ -749,6 +752,24 @@ class KubernetesBackend(Backend):
                 return LogStream(size=0, chunks=empty(), role=role, index=query.index)
             raise typed(error) from None
         return LogStream(size=0, chunks=chunks, role=role, index=query.index)
+
+    @staticmethod
+    def _attempt(task: Task, attempt: int | None, job_id: str) -> tuple[str, bool]:
+        """The pod, and whether its previous container, that ran `attempt` of a task.
+        Attempts are the failed pods it replaced (a Job's retries), oldest first, then the
+        instances of its current pod's container (restarts), of which the kubelet keeps
+        the last terminated one."""
+        assert task.pod is not None
+        if attempt is None or attempt == task.retries:
+            return task.pod, False
+        where = f"task {task.role}-{task.index} of job {job_id}"
+        if attempt < 0 or attempt > task.retries:
+            raise NotFound(f"{where} has no attempt {attempt} (attempts 0 to {task.retries})")
+        if attempt < len(task.earlier_pods):
+            return task.earlier_pods[attempt], False
+        if attempt == task.retries - 1:
+            return task.pod, True
+        raise NotFound(f"Kubernetes no longer keeps attempt {attempt} of {where}")
 
     async def _secret_values(self, job: JobProtocol, names: JobNames) -> list[str]:
         """The values to blank in logs: the stored spec hides them, the Secret holds them."""

@@ -50,6 +50,8 @@ class Task:
     started: datetime | None = None
     completed: datetime | None = None
     pod: str | None = None
+    # The failed pods this one replaced, oldest first: attempts 0, 1, … of the task.
+    earlier_pods: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -142,9 +144,12 @@ def tasks_from_pods(
                 task.node = (pod.get("spec") or {}).get("nodeName")
                 task.ip = status.get("podIP")
                 task.started = parse_time(status.get("startTime"))
-                task.retries = _restarts(pod) + sum(
-                    1 for p in history[:-1] if pod_task_state(p) == TaskState.FAILED
-                )
+                task.earlier_pods = [
+                    p["metadata"]["name"]
+                    for p in history[:-1]
+                    if pod_task_state(p) == TaskState.FAILED
+                ]
+                task.retries = _restarts(pod) + len(task.earlier_pods)
                 term = _terminated(pod)
                 if term is not None:
                     task.exit_code = int(term.get("exitCode") or 0)
