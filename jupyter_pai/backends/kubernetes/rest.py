@@ -85,7 +85,9 @@ class Rest:
                 _request_timeout=timeout if timeout is not None else self.timeout,
             )
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as error:
-            raise Unavailable(f"cluster unreachable: {str(error) or type(error).__name__}") from None
+            raise Unavailable(
+                f"cluster unreachable: {str(error) or type(error).__name__}"
+            ) from None
         if resp.status >= 300:
             text = await resp.text()
             resp.release()
@@ -101,7 +103,9 @@ class Rest:
         try:
             data: Obj = await resp.json(content_type=None)
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
-            raise Unavailable(f"cluster unreachable: {str(error) or type(error).__name__}") from None
+            raise Unavailable(
+                f"cluster unreachable: {str(error) or type(error).__name__}"
+            ) from None
         finally:
             resp.release()
         return data
