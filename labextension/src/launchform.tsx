@@ -663,7 +663,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const gpus = totalGpus(form);
   const waitHint =
     vc && form.gang && gpus > vc.free.gpu && gpus <= vc.capacity.gpu
-      ? `Needs ${gpus} GPUs at once; ${vc.free.gpu} free now — the job will wait in ${vc.name}'s queue.`
+      ? `Needs ${gpus} GPU${gpus === 1 ? '' : 's'} at once; ${vc.free.gpu} free now — the job will wait in ${vc.name}'s queue.`
       : null;
   const entry = catalogueEntry(images, form.image);
 

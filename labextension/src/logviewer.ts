@@ -8,7 +8,7 @@
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { PAIClient, isAbortError } from './api';
+import { PAIClient, PAIRequestError, isAbortError } from './api';
 import { formatBytes } from './format';
 import { describeError } from './model';
 
@@ -264,13 +264,21 @@ export class LogViewer extends Widget {
 
   private async _guard(fn: () => Promise<void>): Promise<void> {
     this._loading = true;
+    this._waiting = false;
     this._setError(null);
     try {
       await fn();
     } catch (error) {
-      if (!isAbortError(error) && !this.isDisposed) {
-        this._setError(describeError(error));
+      if (isAbortError(error) || this.isDisposed) {
+        return;
       }
+      const live = this._options.isLive?.() ?? true;
+      if (live && error instanceof PAIRequestError && error.status === 404) {
+        // No log yet: the task has not started writing. Not an error while it may.
+        this._waiting = true;
+        return;
+      }
+      this._setError(describeError(error));
     } finally {
       this._loading = false;
     }
@@ -347,7 +355,13 @@ export class LogViewer extends Widget {
 
   /** One follow step: read new output while the window holds the log's end. */
   private async _follow(): Promise<void> {
-    if (!this._loaded || this.isDisposed || !this.isVisible || this._loading) {
+    if (this.isDisposed || !this.isVisible || this._loading) {
+      return;
+    }
+    if (!this._loaded) {
+      // The log could not be read yet (the task has not started): try again.
+      await this._loadTail();
+      this._updateStatus();
       return;
     }
     if (!this._attached) {
@@ -657,7 +671,11 @@ export class LogViewer extends Widget {
 
   private _updateStatus(): void {
     if (!this._loaded) {
-      this._status.textContent = this._loading ? 'Reading the log…' : '';
+      this._status.textContent = this._loading
+        ? 'Reading the log…'
+        : this._waiting
+          ? 'No log yet — it appears when the task starts writing.'
+          : '';
       return;
     }
     const live = this._options.isLive?.() ?? true;
@@ -717,6 +735,7 @@ export class LogViewer extends Widget {
   private _following = true;
   private _loaded = false;
   private _loading = false;
+  private _waiting = false;
   private _programmatic = false;
   private _frame = 0;
   private _query = '';

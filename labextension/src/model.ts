@@ -97,9 +97,35 @@ export class PAIModel {
 
   set settings(value: IPAISettings) {
     this._settings = { ...DEFAULT_SETTINGS, ...value };
-    const interval = Math.max(1, this._settings.refreshInterval) * 1000;
-    this._poll.frequency = { ...this._poll.frequency, interval };
+    this._updateFrequency();
     this._changed.emit();
+  }
+
+  /**
+   * Whether the side panel (or a view that lists jobs) is on screen. While it
+   * is not, the poll slows down: the status bar and notifications still
+   * update, at most every 30 s. While JupyterLab is hidden it stops.
+   */
+  get panelVisible(): boolean {
+    return this._panelVisible;
+  }
+
+  set panelVisible(value: boolean) {
+    if (value !== this._panelVisible) {
+      this._panelVisible = value;
+      this._updateFrequency();
+      if (value) {
+        void this._poll.refresh();
+      }
+    }
+  }
+
+  private _updateFrequency(): void {
+    const interval = Math.max(1, this._settings.refreshInterval) * 1000;
+    this._poll.frequency = {
+      ...this._poll.frequency,
+      interval: this._panelVisible ? interval : Math.max(interval, 30000)
+    };
   }
 
   get info(): Info | null {
@@ -296,6 +322,7 @@ export class PAIModel {
   private _error: string | null = null;
   private _lastRefresh: Date | null = null;
   private _section: PanelSection = 'jobs';
+  private _panelVisible = true;
   private _states = new Map<string, JobState>();
   private _validator: Promise<JobValidator | null> | null = null;
   private _changed = new Signal<this, void>(this);

@@ -1,6 +1,7 @@
 /** The left side panel: header, then Launch, Jobs, Storage and Cluster. */
 
 import { ReactWidget, UseSignal } from '@jupyterlab/apputils';
+import type { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import { ClusterView } from './cluster';
@@ -131,6 +132,16 @@ export class PAIPanel extends ReactWidget {
 
   readonly model: PAIModel;
 
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this.model.panelVisible = true;
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this.model.panelVisible = false;
+  }
+
   render(): JSX.Element {
     const section = (id: PanelSection, content: JSX.Element) => (
       <div
@@ -161,7 +172,13 @@ export class PAIPanel extends ReactWidget {
               <JobsList model={this.model} onOpen={job => this._openJob(job)} />
             )}
             {section('storage', <StorageBrowser model={this.model} />)}
-            {section('cluster', <ClusterView model={this.model} />)}
+            {section(
+              'cluster',
+              <ClusterView
+                model={this.model}
+                onOpen={job => this._openJob(job)}
+              />
+            )}
           </>
         )}
       </UseSignal>

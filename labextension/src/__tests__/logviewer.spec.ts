@@ -146,3 +146,41 @@ describe('LogViewer', () => {
     );
   });
 });
+
+describe('LogViewer before the task writes', () => {
+  it('waits quietly for a log that does not exist yet, then shows it', async () => {
+    const { PAIRequestError } = await import('../api');
+    const log = new FakeLog();
+    let exists = false;
+    const client = log.client();
+    const v = new LogViewer({
+      client: {
+        ...client,
+        logBytes: async (id: string, q: any) => {
+          if (!exists) {
+            throw new PAIRequestError('no log for worker-0 yet', 404);
+          }
+          return (client as any).logBytes(id, q);
+        }
+      } as unknown as PAIClient,
+      jobId: 'j',
+      jobName: 'job',
+      role: 'worker',
+      index: 0,
+      followInterval: 60000
+    });
+    Widget.attach(v, document.body);
+    await v.start();
+    expect((v.node.querySelector('.jp-PAI-error') as HTMLElement).hidden).toBe(
+      true
+    );
+    expect(v.node.querySelector('.jp-PAI-log-status')?.textContent).toMatch(
+      /No log yet/
+    );
+    exists = true;
+    log.write('hello\n');
+    await (v as any)._follow();
+    expect(v.lines).toEqual(['hello']);
+    v.dispose();
+  });
+});
