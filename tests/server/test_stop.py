@@ -92,7 +92,7 @@ async def test_stopping_a_waiting_job_stops_it_at_once(pai: PAIClient) -> None:
     stopped = await pai.stop(waiting["id"])
     assert stopped["state"] == "STOPPED"
     assert stopped["waitingReason"] is None
-    assert all(t["state"] != "RUNNING" for t in stopped["tasks"])
+    assert [t["state"] for t in stopped["tasks"]] == ["STOPPED"]
     pai.release("go-hog")
     await pai.wait_state(hog["id"], "SUCCEEDED")
     job = await pai.job(waiting["id"])

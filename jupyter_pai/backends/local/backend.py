@@ -27,6 +27,7 @@ from ..models import (
     JobEvent,
     JobFilter,
     JobState,
+    TaskState,
     JobSummary,
     Resources,
     Storage,
@@ -324,6 +325,9 @@ class LocalBackend(Backend):
                 rec.sub_state = "stopped while waiting"
                 rec.waiting_reason = None
                 rec.completed_time = now()
+                for task in rec.tasks:
+                    task.state = TaskState.STOPPED
+                    task.exit_reason = "the job was stopped before it started"
                 self.store.write_job(rec)
                 self.store.add_event(job_id, "Stopped", "stopped before it started")
                 schedule(self.store)
