@@ -162,3 +162,29 @@ def api_lookup(core: Any) -> Lookup:
             raise
 
     return lookup
+
+
+def claim_volumes(pod: Obj) -> dict[str, tuple[str, bool]]:
+    """The pod's persistentVolumeClaim volumes: volume name -> (claim name, readOnly)."""
+    return {
+        volume["name"]: (
+            volume["persistentVolumeClaim"]["claimName"],
+            bool(volume["persistentVolumeClaim"].get("readOnly")),
+        )
+        for volume in pod["spec"].get("volumes") or []
+        if volume.get("persistentVolumeClaim")
+    }
+
+
+def rewrite_mounts(argv: list[str], mounts: dict[str, str]) -> list[str]:
+    """Each argument that is a mountPath or lies under one, pointed at the local view of
+    that volume: processes share this host's filesystem, so `/storage` cannot exist."""
+    out = []
+    for arg in argv:
+        for mount_path in sorted(mounts, key=len, reverse=True):  # the deepest mount wins
+            prefix = mount_path.rstrip("/")
+            if arg == prefix or arg.startswith(prefix + "/"):
+                arg = mounts[mount_path] + arg[len(prefix) :]
+                break
+        out.append(arg)
+    return out

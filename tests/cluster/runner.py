@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import json
 import logging
 import os
 import queue
@@ -40,6 +41,20 @@ log = logging.getLogger("pod-runner")
 _Watch: Any = watch.Watch
 Obj = dict[str, Any]
 KWOK_GROUP, KWOK_VERSION = "kwok.x-k8s.io", "v1alpha1"
+# JSON {mountPath: local folder} of a container's claim volumes (README: volumes).
+MOUNTS_ENV = "JUPYTER_PAI_TEST_MOUNTS"
+
+
+# Read-only claim mounts are enforced by a bind mount in a private mount namespace,
+# which needs root and util-linux's unshare; otherwise they are plain symlinks.
+def _can_bind() -> bool:
+    try:
+        return subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+BIND_READ_ONLY = _can_bind()
 
 
 def _now() -> str:
@@ -276,12 +291,16 @@ class Runner:
             start_time=_now(),
         )
         try:
+            claims = self._claim_folders(pod)
             for item in spec["containers"]:
                 env = self._base_env(pod, run) | podenv.container_env(pod, item, self.lookup)
+                argv = podenv.container_argv(item, env)
+                mounts, read_only = self._mount_views(workdir, item, claims)
+                env[MOUNTS_ENV] = json.dumps(mounts)
                 run.containers[item["name"]] = Container(
                     name=item["name"],
                     image=item.get("image", ""),
-                    argv=podenv.container_argv(item, env),
+                    argv=self._wrap_read_only(podenv.rewrite_mounts(argv, mounts), read_only),
                     env=env,
                     log=crilog.CriLogWriter(workdir / f"{item['name']}.log"),
                 )
@@ -304,6 +323,86 @@ class Runner:
             self._spawn(run, container)
         self._patch_status(run)
         self._update_hosts()
+
+    # -- volumes: claims as local folders -------------------------------------------------
+
+    def _claim_folders(self, pod: Obj) -> dict[str, tuple[Path, bool]]:
+        """Volume name -> (the bound PV's local folder, claim readOnly), for every
+        persistentVolumeClaim volume; an unbound claim or a PV that is no local folder
+        leaves the pod Pending (retried), as a kubelet waits for its volumes."""
+        namespace = pod["metadata"]["namespace"]
+        out: dict[str, tuple[Path, bool]] = {}
+        for volume, (claim_name, read_only) in podenv.claim_volumes(pod).items():
+            try:
+                claim = self.core.read_namespaced_persistent_volume_claim(claim_name, namespace)
+            except ApiException as error:
+                if error.status == 404:
+                    raise podenv.EnvError(
+                        f"persistentvolumeclaim {claim_name!r} not found"
+                    ) from None
+                raise
+            pv_name = claim.spec.volume_name
+            if not pv_name or (claim.status and claim.status.phase) != "Bound":
+                raise podenv.EnvError(f"persistentvolumeclaim {claim_name!r} is not bound")
+            pv = self.core.read_persistent_volume(pv_name).spec
+            local = (pv.host_path and pv.host_path.path) or (pv.local and pv.local.path)
+            if not local or not Path(local).is_dir():
+                raise podenv.EnvError(f"volume {pv_name!r} is no folder on this host")
+            out[volume] = (Path(local), read_only)
+        return out
+
+    def _mount_views(
+        self, workdir: Path, container: Obj, claims: dict[str, tuple[Path, bool]]
+    ) -> tuple[dict[str, str], dict[Path, Path]]:
+        """mountPath -> the folder the process uses for it (`<pod dir>/volumes/<container>/
+        <volume>`: a symlink to the PV's folder, or an empty directory that a read-only
+        mount is bound onto in the process's own mount namespace), and the read-only
+        views -> their source folders."""
+        mounts: dict[str, str] = {}
+        read_only: dict[Path, Path] = {}
+        for mount in container.get("volumeMounts") or []:
+            if mount["name"] not in claims:
+                continue  # emptyDir, configMap, …: not done
+            source, claim_ro = claims[mount["name"]]
+            view = workdir / "volumes" / container["name"] / mount["name"]
+            view.parent.mkdir(parents=True, exist_ok=True)
+            if (claim_ro or mount.get("readOnly")) and BIND_READ_ONLY:
+                view.mkdir(exist_ok=True)
+                read_only[view] = source
+            elif not view.is_symlink():
+                if claim_ro or mount.get("readOnly"):
+                    log.warning("%s: read-only not enforced (no unshare as root)", view)
+                view.symlink_to(source, target_is_directory=True)
+            mounts[mount["mountPath"]] = str(view)
+        return mounts, read_only
+
+    @staticmethod
+    def _wrap_read_only(argv: list[str], read_only: dict[Path, Path]) -> list[str]:
+        """The command run in a mount namespace of its own whose read-only bind mounts
+        vanish with its last process, so none outlives the pod and the host never sees
+        them."""
+        if not read_only or not argv:
+            return argv
+        script = "set -e\n"
+        for i, _ in enumerate(read_only):
+            script += f'mount --bind "$SRC{i}" "$DST{i}"\nmount -o remount,bind,ro "$DST{i}"\n'
+        script += 'exec "$@"\n'
+        pairs = [f"SRC{i}={src}" for i, src in enumerate(read_only.values())]
+        pairs += [f"DST{i}={dst}" for i, dst in enumerate(read_only)]
+        return [
+            "env",
+            *pairs,
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            *argv,
+        ]
 
     def _base_env(self, pod: Obj, run: PodRun) -> dict[str, str]:
         # The host's PATH with this interpreter first, so `python` in a pod is the

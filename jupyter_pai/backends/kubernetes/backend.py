@@ -143,6 +143,11 @@ class KubernetesBackend(Backend):
     storage_helper_image = Unicode(
         "python:3.11-slim", help="Image of the storage helper pod (needs python3)."
     ).tag(config=True)
+    storage_helper_idle = Float(
+        60.0,
+        help="""Seconds a storage helper pod waits for the next request before it is
+        deleted (it is reused meanwhile; all are deleted when the server stops).""",
+    ).tag(config=True)
     sync_timeout = Float(10.0, help="Seconds to wait for the first list of each kind.").tag(
         config=True
     )
@@ -234,11 +239,15 @@ class KubernetesBackend(Backend):
             Reflector(self.rest, PVC, ns, label_selector=self.storage_label_selector or None),
         )
         self.cache.start()
-        self.helpers = HelperPods(self.rest, ns, self.storage_helper_image, self.options)
+        self.helpers = HelperPods(
+            self.rest, ns, self.storage_helper_image, self.options, idle=self.storage_helper_idle
+        )
         if not await self.cache.wait_synced(self.sync_timeout):
             self.log.warning("jupyter-pai: the watch cache is not synced yet; answering 503")
 
     async def close(self) -> None:
+        if self.helpers is not None:
+            await self.helpers.close()  # no helper pod outlives the server
         await self.cache.stop()
         if self._api is not None:
             await self._api.close()

@@ -1,0 +1,375 @@
+"""Storage browsed through the helper pod (no local mapping): a claim bound to a hostPath
+PV whose folder is on this machine; the pod runner gives the helper pod's process that
+folder at its mountPath (tests/cluster/README.md, volumes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from jupyter_server.utils import url_path_join
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from pytest_jupyter.jupyter_server import *  # noqa: F403
+from tornado.httpclient import HTTPClientError
+
+from jupyter_pai.backends.kubernetes import KubernetesBackend
+from jupyter_pai.backends.kubernetes.storage import HELPER_LABEL
+from jupyter_pai.backends.models import StorageListing
+from jupyter_pai.errors import BadRequest, Forbidden, NotFound
+from tests.cluster import manifests, podenv
+from tests.cluster.pytest_plugin import TestCluster
+
+pytestmark = pytest.mark.kube
+NS = "alice"
+RUNNER = {manifests.RUNNER_LABEL: "true"}
+HELPERS = f"{HELPER_LABEL}=true"
+
+
+@dataclass
+class Volume:
+    claim: str
+    pv: str
+    root: Path
+    outside: Path
+
+
+def _make_tree(root: Path, outside: Path) -> None:
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_text("alpha\n")
+    (root / "top.bin").write_bytes(bytes(range(256)) * 4)
+    outside.write_text("secret\n")
+    (root / "escape").symlink_to(outside)
+    (root / "inside").symlink_to("sub")  # relative: absolute host paths mean nothing in a pod
+
+
+def make_volume(cluster: TestCluster, tmp: Path, read_only_many: bool = False) -> Volume:
+    """A hostPath PV pre-bound to a claim in alice's namespace (created as admin: PVs are
+    cluster-wide)."""
+    core = client.CoreV1Api(cluster.api())
+    suffix = uuid.uuid4().hex[:6]
+    root, outside = tmp / "pv", tmp / "outside.txt"
+    _make_tree(root, outside)
+    pv, claim = f"pv-{suffix}", f"data-{suffix}"
+    mode = "ReadOnlyMany" if read_only_many else "ReadWriteOnce"
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": [mode],
+                "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": str(root), "type": "Directory"},
+                "claimRef": {"namespace": NS, "name": claim},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        NS,
+        {
+            "metadata": {"name": claim},
+            "spec": {
+                "accessModes": [mode],
+                "storageClassName": "",
+                "volumeName": pv,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    deadline = time.monotonic() + 30
+    while core.read_namespaced_persistent_volume_claim(claim, NS).status.phase != "Bound":
+        assert time.monotonic() < deadline, "the claim is never bound to its PV"
+        time.sleep(0.2)
+    return Volume(claim, pv, root, outside)
+
+
+def drop_volume(cluster: TestCluster, volume: Volume) -> None:
+    core = client.CoreV1Api(cluster.api())
+    for delete in (
+        lambda: core.delete_namespaced_persistent_volume_claim(volume.claim, NS),
+        lambda: core.delete_persistent_volume(volume.pv),
+    ):
+        try:
+            delete()
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+
+def helper_pods(cluster: TestCluster) -> list[str]:
+    core = client.CoreV1Api(cluster.api())
+    return [p.metadata.name for p in core.list_namespaced_pod(NS, label_selector=HELPERS).items]
+
+
+@pytest.fixture
+def volume(kube_cluster: TestCluster, tmp_path: Path) -> Iterator[Volume]:
+    made = make_volume(kube_cluster, tmp_path)
+    yield made
+    drop_volume(kube_cluster, made)
+
+
+async def started(cluster: TestCluster, claim: str, **kwargs: Any) -> KubernetesBackend:
+    kwargs.setdefault("node_selector", RUNNER)
+    b = KubernetesBackend(
+        kubeconfig=str(cluster.user_kubeconfigs["alice"]), flavor="native", user="alice", **kwargs
+    )
+    await b.start()
+    deadline = time.monotonic() + 20
+    while not any(st.name == claim for st in await b.storages()):
+        assert time.monotonic() < deadline, "the claim never appears as a storage"
+        await asyncio.sleep(0.2)
+    return b
+
+
+async def read_all(chunks: AsyncIterator[bytes]) -> bytes:
+    return b"".join([c async for c in chunks])
+
+
+# -- the runner: a claim's folder at the container's mountPath -----------------------------
+
+
+def test_mount_paths_in_arguments_point_at_the_local_view() -> None:
+    mounts = {"/storage": "/w/volumes/main/s", "/storage/deep": "/w/volumes/main/d"}
+    argv = ["ls", "/storage", "/storage/x", "/storage/deep/y", "/storagex", "-C/storage"]
+    assert podenv.rewrite_mounts(argv, mounts) == [
+        "ls",
+        "/w/volumes/main/s",
+        "/w/volumes/main/s/x",
+        "/w/volumes/main/d/y",
+        "/storagex",
+        "-C/storage",
+    ]
+
+
+def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
+    kube_cluster: TestCluster, volume: Volume
+) -> None:
+    core = client.CoreV1Api(kube_cluster.api())
+    script = (
+        "import json, os, sys\n"
+        "root = sys.argv[1]\n"
+        "try:\n"
+        "    open(os.path.join(root, 'new.txt'), 'w').write('x')\n"
+        "    wrote = True\n"
+        "except OSError:\n"
+        "    wrote = False\n"
+        "print(json.dumps({'ls': sorted(os.listdir(root)), 'wrote': wrote,"
+        " 'a': open(root + '/sub/a.txt').read(), 'env': os.environ['JUPYTER_PAI_TEST_MOUNTS']}))\n"
+    )
+    name = f"mount-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "nodeSelector": RUNNER,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "python:3",
+                        "command": ["python", "-c", script, "/data"],
+                        "volumeMounts": [{"name": "d", "mountPath": "/data", "readOnly": True}],
+                    }
+                ],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": volume.claim}}],
+            },
+        },
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while core.read_namespaced_pod(name, NS).status.phase not in ("Succeeded", "Failed"):
+            assert time.monotonic() < deadline, "the pod never finishes"
+            time.sleep(0.2)
+        text = core.read_namespaced_pod_log(name, NS)
+        assert core.read_namespaced_pod(name, NS).status.phase == "Succeeded", text
+        doc = json.loads(text.strip().splitlines()[-1])
+        assert doc["ls"] == ["escape", "inside", "sub", "top.bin"]
+        assert doc["a"] == "alpha\n"
+        assert list(json.loads(doc["env"])) == ["/data"]
+        # readOnly is enforced where the runner can bind-mount (root with unshare).
+        assert doc["wrote"] is False
+        assert not (volume.root / "new.txt").exists()
+    finally:
+        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+
+
+def test_a_pod_whose_claim_is_unbound_waits_with_a_config_error(
+    kube_cluster: TestCluster,
+) -> None:
+    core = client.CoreV1Api(kube_cluster.api())
+    name = f"nomount-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "nodeName": "runner-0",  # no scheduler wait for the claim: the runner's check
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "python:3",
+                        "command": ["python", "-c", "print(1)"],
+                        "volumeMounts": [{"name": "d", "mountPath": "/data"}],
+                    }
+                ],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "no-such"}}],
+            },
+        },
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            statuses = core.read_namespaced_pod(name, NS).status.container_statuses or []
+            waiting = statuses[0].state.waiting if statuses else None
+            if waiting is not None and waiting.reason == "CreateContainerConfigError":
+                assert "no-such" in (waiting.message or "")
+                break
+            assert time.monotonic() < deadline, "no config error reported"
+            time.sleep(0.2)
+        assert core.read_namespaced_pod(name, NS).status.phase == "Pending"
+    finally:
+        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+
+
+# -- the backend's helper pod --------------------------------------------------------------
+
+
+async def test_helper_pod_lists_reads_and_refuses_traversal(
+    kube_cluster: TestCluster, volume: Volume
+) -> None:
+    b = await started(kube_cluster, volume.claim)
+    try:
+        listing = await b.read_storage(volume.claim, "")
+        assert isinstance(listing, StorageListing)
+        # The link out of the storage is not listed (as storage_fs); the one inside is.
+        assert [(e.name, e.type) for e in listing.entries] == [
+            ("inside", "directory"),
+            ("sub", "directory"),
+            ("top.bin", "file"),
+        ]
+        assert next(e for e in listing.entries if e.name == "top.bin").size == 1024
+        sub = await b.read_storage(volume.claim, "sub/")
+        assert isinstance(sub, StorageListing)
+        assert sub.path == "sub"
+        assert [(e.name, e.path, e.size) for e in sub.entries] == [("a.txt", "sub/a.txt", 6)]
+        content = await b.read_storage(volume.claim, "sub/a.txt")
+        assert not isinstance(content, StorageListing)
+        assert await read_all(content.chunks) == b"alpha\n"
+        binary = await b.read_storage(volume.claim, "top.bin")
+        assert not isinstance(binary, StorageListing)
+        assert await read_all(binary.chunks) == bytes(range(256)) * 4
+        for bad in ("../outside.txt", "sub/../../x", "..", "/etc/passwd", "/"):
+            with pytest.raises(BadRequest):
+                await b.read_storage(volume.claim, bad)
+        with pytest.raises(Forbidden):
+            await b.read_storage(volume.claim, "escape")
+        with pytest.raises(NotFound):
+            await b.read_storage(volume.claim, "sub/none.txt")
+        with pytest.raises(NotFound):
+            await b.read_storage("not-a-claim", "")
+        # Requests in a row are answered by one helper pod, not one pod each.
+        assert len(helper_pods(kube_cluster)) == 1
+    finally:
+        await b.close()
+    assert helper_pods(kube_cluster) == [], "a helper pod outlived the backend"
+
+
+async def test_idle_helper_pod_goes_away(kube_cluster: TestCluster, volume: Volume) -> None:
+    b = await started(kube_cluster, volume.claim, storage_helper_idle=1.0)
+    try:
+        assert isinstance(await b.read_storage(volume.claim, "sub"), StorageListing)
+        deadline = time.monotonic() + 20
+        while helper_pods(kube_cluster):
+            assert time.monotonic() < deadline, "the idle helper pod stays"
+            await asyncio.sleep(0.2)
+        # and a new request starts a new one
+        listing = await b.read_storage(volume.claim, "")
+        assert isinstance(listing, StorageListing)
+        assert "sub" in [e.name for e in listing.entries]
+    finally:
+        await b.close()
+    assert helper_pods(kube_cluster) == []
+
+
+# -- through the REST API -------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def jp_asyncio_loop() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
+
+
+@pytest.fixture
+def jp_server_config(kube_cluster: TestCluster) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_pai": True}, "allow_root": True},
+        "PAIConfig": {"backend": "kubernetes"},
+        "KubernetesBackend": {
+            "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
+            "flavor": "native",
+            "user": "alice",
+            "node_selector": RUNNER,
+        },
+    }
+
+
+async def fetch_status(fetch: Any, *path: str) -> tuple[int, Any]:
+    try:
+        resp = await fetch("pai", "api", *path, method="GET")
+    except HTTPClientError as error:
+        assert error.response is not None
+        return error.code, json.loads(error.response.body.decode())
+    body = resp.body.decode()
+    return resp.code, json.loads(body) if "json" in resp.headers.get("Content-Type", "") else body
+
+
+async def test_rest_lists_through_the_helper_and_refuses_traversal(
+    jp_fetch: Any,
+    http_server_client: Any,
+    jp_base_url: str,
+    jp_auth_header: dict[str, str],
+    kube_cluster: TestCluster,
+    volume: Volume,
+) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        code, doc = await fetch_status(jp_fetch, "storage")
+        if code == 200 and volume.claim in [s["name"] for s in doc]:
+            break
+        assert time.monotonic() < deadline, f"no storage {volume.claim}: {code} {doc}"
+        await asyncio.sleep(0.3)
+    code, doc = await fetch_status(jp_fetch, "storage", volume.claim, "sub")
+    assert code == 200, doc
+    assert [e["name"] for e in doc["entries"]] == ["a.txt"]
+    code, text = await fetch_status(jp_fetch, "storage", volume.claim, "sub", "a.txt")
+    assert (code, text) == (200, "alpha\n")
+    # Sent as written (jp_fetch would escape the %): the server decodes the dots.
+    for raw in ("sub/%2e%2e/%2E%2E/outside.txt", "..%2Foutside.txt", "%2Fetc%2Fpasswd"):
+        url = url_path_join(jp_base_url, "pai/api/storage", volume.claim, raw)
+        resp = await http_server_client.fetch(url, headers=jp_auth_header, raise_error=False)
+        assert resp.code == 400, (raw, resp.code, resp.body)
+        assert json.loads(resp.body)["errors"][0]["path"] == "path"
+    code, doc = await fetch_status(jp_fetch, "storage", volume.claim, "escape")
+    assert code == 403, doc
+    code, doc = await fetch_status(jp_fetch, "storage", "not-a-claim")
+    assert code == 404, doc
+
+
+def test_no_helper_pod_left_behind(kube_cluster: TestCluster) -> None:
+    # Runs after the REST test: the server's shutdown closed the backend.
+    deadline = time.monotonic() + 10
+    while helper_pods(kube_cluster):
+        assert time.monotonic() < deadline, f"helper pods left: {helper_pods(kube_cluster)}"
+        time.sleep(0.2)
