@@ -34,6 +34,11 @@ RUNNER = {manifests.RUNNER_LABEL: "true"}
 HELPERS = f"{HELPER_LABEL}=true"
 
 
+def core_api(cluster: TestCluster) -> Any:
+    # Any: the client's models are Optional everywhere; these tests read known fields.
+    return client.CoreV1Api(cluster.api())
+
+
 @dataclass
 class Volume:
     claim: str
@@ -54,7 +59,7 @@ def _make_tree(root: Path, outside: Path) -> None:
 def make_volume(cluster: TestCluster, tmp: Path, read_only_many: bool = False) -> Volume:
     """A hostPath PV pre-bound to a claim in alice's namespace (created as admin: PVs are
     cluster-wide)."""
-    core = client.CoreV1Api(cluster.api())
+    core = core_api(cluster)
     suffix = uuid.uuid4().hex[:6]
     root, outside = tmp / "pv", tmp / "outside.txt"
     _make_tree(root, outside)
@@ -93,20 +98,20 @@ def make_volume(cluster: TestCluster, tmp: Path, read_only_many: bool = False) -
 
 
 def drop_volume(cluster: TestCluster, volume: Volume) -> None:
-    core = client.CoreV1Api(cluster.api())
-    for delete in (
-        lambda: core.delete_namespaced_persistent_volume_claim(volume.claim, NS),
-        lambda: core.delete_persistent_volume(volume.pv),
+    core = core_api(cluster)
+    for delete, args in (
+        (core.delete_namespaced_persistent_volume_claim, (volume.claim, NS)),
+        (core.delete_persistent_volume, (volume.pv,)),
     ):
         try:
-            delete()
+            delete(*args)
         except ApiException as error:
             if error.status != 404:
                 raise
 
 
 def helper_pods(cluster: TestCluster) -> list[str]:
-    core = client.CoreV1Api(cluster.api())
+    core = core_api(cluster)
     return [p.metadata.name for p in core.list_namespaced_pod(NS, label_selector=HELPERS).items]
 
 
@@ -153,7 +158,7 @@ def test_mount_paths_in_arguments_point_at_the_local_view() -> None:
 def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
     kube_cluster: TestCluster, volume: Volume
 ) -> None:
-    core = client.CoreV1Api(kube_cluster.api())
+    core = core_api(kube_cluster)
     script = (
         "import json, os, sys\n"
         "root = sys.argv[1]\n"
@@ -208,7 +213,7 @@ def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
 def test_a_pod_whose_claim_is_unbound_waits_with_a_config_error(
     kube_cluster: TestCluster,
 ) -> None:
-    core = client.CoreV1Api(kube_cluster.api())
+    core = core_api(kube_cluster)
     name = f"nomount-{uuid.uuid4().hex[:6]}"
     core.create_namespaced_pod(
         NS,
