@@ -27,11 +27,11 @@ from ..models import (
     JobEvent,
     JobFilter,
     JobState,
-    TaskState,
     JobSummary,
     Resources,
     Storage,
     StorageListing,
+    TaskState,
     TaskStatus,
     VirtualCluster,
 )
