@@ -3,6 +3,7 @@ through Playwright. Every test leaves screenshots in ``test-artifacts/screenshot
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -139,9 +140,16 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    base = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def run_lab(
+    base: Path,
+    *,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+    server_config: dict[str, Any] | None = None,
+) -> Iterator[Lab]:
+    """Start JupyterLab with jupyter-pai in ``base`` (its own config, settings, workspaces
+    and runtime dirs; the storage root ``base/work`` holds data/readme.txt), stop it after."""
     state, root = base / "state", base / "work"
     root.mkdir()
     (root / "data").mkdir()
@@ -155,16 +163,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     pai_settings = base / "settings" / "jupyter-pai"
     pai_settings.mkdir(parents=True)
     (pai_settings / "plugin.jupyterlab-settings").write_text('{"refreshInterval": 1}')
+    if server_config:
+        (base / "config").mkdir()
+        (base / "config" / "jupyter_server_config.json").write_text(json.dumps(server_config))
     port, token = free_port(), secrets.token_hex(16)
-    env = {
+    full_env = {
         **os.environ,
         "JUPYTER_PAI_STATE_DIR": str(state),
-        "JUPYTER_PAI_LOCAL_GPUS": "4",
-        "JUPYTER_PAI_BACKEND": "local",
         "JUPYTER_CONFIG_DIR": str(base / "config"),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
         "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+        **(env or {}),
     }
     log = open(base / "lab.log", "wb")
     proc = subprocess.Popen(
@@ -178,12 +188,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             f"--IdentityProvider.token={token}",
             "--ServerApp.allow_root=True",
             f"--ServerApp.root_dir={root}",
-            "--LocalBackend.stop_grace_seconds=2",
             "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *(args or []),
         ],
         cwd=root,
-        env=env,
+        env=full_env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -201,13 +211,26 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                     f"JupyterLab did not start:\n{(base / 'lab.log').read_text()[-3000:]}"
                 ) from None
             time.sleep(0.5)
-    yield Lab(url=url, token=token, state_dir=state, root_dir=root)
-    os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
+        yield Lab(url=url, token=token, state_dir=state, root_dir=root)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab on the local backend with 4 simulated GPU slots."""
+    with run_lab(
+        tmp_path_factory.mktemp("lab"),
+        env={"JUPYTER_PAI_LOCAL_GPUS": "4", "JUPYTER_PAI_BACKEND": "local"},
+        args=["--LocalBackend.stop_grace_seconds=2"],
+    ) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")
@@ -220,18 +243,27 @@ def browser() -> Iterator[object]:
         b.close()
 
 
-@pytest.fixture
-def page(browser: object, lab: Lab, request: pytest.FixtureRequest) -> Iterator[object]:
+@contextlib.contextmanager
+def open_page(browser: object, lab: Lab, name: str) -> Iterator[Any]:
+    """A new browser page on ``lab``; a screenshot ``<name>-end`` is kept when it closes."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     # A fresh workspace: no job tabs restored from an earlier test.
     pg.goto(f"{lab.url}lab?reset&token={lab.token}")
     pg.wait_for_selector("#jp-main-dock-panel", state="attached")
-    yield pg
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SCREENSHOTS / f"{request.node.name}-end.png"))
-    context.close()
+    try:
+        yield pg
+    finally:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SCREENSHOTS / f"{name}-end.png"))
+        context.close()
+
+
+@pytest.fixture
+def page(browser: object, lab: Lab, request: pytest.FixtureRequest) -> Iterator[object]:
+    with open_page(browser, lab, request.node.name) as pg:
+        yield pg
 
 
 @pytest.fixture

@@ -33,9 +33,8 @@ def test_cluster_usage_and_status_bar(page, jobs: Lab) -> None:
     expect(vc.locator(".jp-PAI-vc-stats")).to_contain_text("running 1")
     width = vc.locator(".jp-PAI-bar-used").evaluate("e => e.style.width")
     assert width == "75%", width
-    expect(page.locator(".jp-PAI-cluster > .jp-PAI-hint")).to_contain_text(
-        "3 of 4 GPUs in use across 1 virtual cluster; 1 job waiting"
-    )
+    summary = page.locator(".jp-PAI-cluster > .jp-PAI-hint", has_text="GPUs in use")
+    expect(summary).to_contain_text("3 of 4 GPUs in use across 1 virtual cluster; 1 job waiting")
     expect(status).to_have_text("1 running · 1 waiting")
     expect(status.locator("button")).to_have_attribute(
         "title", "1 running, 1 waiting job (click to show the PAI panel)"

@@ -1,0 +1,111 @@
+"""Issue 5, 10: the submit-and-follow flow of the UI on the Kubernetes backend, against the
+real test control plane (tests/cluster): a 2-worker job submitted through the launch form
+waits in the job list while the runner node's GPUs are taken, then runs (its pods really
+run on the runner node) and succeeds; its detail tab shows both tasks on runner-0."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from playwright.sync_api import expect
+
+from tests.cluster import manifests
+from tests.cluster.pytest_plugin import TestCluster, kube_cluster
+
+from .conftest import Lab, job_row, open_page, open_panel, run_lab, shot
+
+__all__ = ["kube_cluster"]
+
+pytestmark = pytest.mark.kube
+OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
+COMMAND = "for i in 1 2 3 4 5 6; do echo step $i; sleep 1; done"
+
+
+@pytest.fixture(scope="module")
+def kube_lab(kube_cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab whose jupyter-pai talks to the test cluster as user alice (namespace
+    alice), native flavour, pods on the runner node (where they really run)."""
+    config = {
+        "PAIConfig": {"backend": "kubernetes"},
+        "KubernetesBackend": {
+            "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
+            "flavor": "native",
+            "user": "alice",
+            "node_selector": {manifests.RUNNER_LABEL: "true"},
+        },
+    }
+    with run_lab(tmp_path_factory.mktemp("kube-lab"), server_config=config) as lab:
+        yield lab
+    api = kube_cluster.api()
+    core = client.CoreV1Api(api)
+    client.BatchV1Api(api).delete_collection_namespaced_job(
+        "alice", label_selector=OWNED, propagation_policy="Background"
+    )
+    core.delete_collection_namespaced_config_map("alice", label_selector=OWNED)
+    core.delete_collection_namespaced_pod("alice", label_selector=OWNED, grace_period_seconds=0)
+
+
+@pytest.fixture
+def kube_page(browser: Any, kube_lab: Lab, request: pytest.FixtureRequest) -> Iterator[Any]:
+    with open_page(browser, kube_lab, request.node.name) as pg:
+        yield pg
+
+
+def test_submit_and_follow_on_kubernetes(kube_page: Any, kube_lab: Lab) -> None:
+    page, lab = kube_page, kube_lab
+    info = lab.json("info")
+    assert info["backend"] == "kubernetes" and info["namespace"] == "alice", info
+
+    # The runner node has 4 GPUs: take them all, so the new job must wait.
+    stamp = int(time.time())
+    blocker = lab.submit(f"ui-kube-blocker-{stamp}", "sleep 300", gpu=4)
+    lab.wait_state(blocker["id"], "RUNNING", timeout=90)
+
+    open_panel(page, "launch")
+    expect(page.locator(".jp-PAI-info-backend")).to_contain_text("kubernetes (native)")
+    form = page.locator(".jp-PAI-launch")
+    name = f"ui-kube-{stamp}"
+    form.locator("[data-path='name'] input").fill(name)
+    form.locator("[data-path='defaults.virtualCluster'] select").select_option("default")
+    form.locator("[data-path='taskRoles.worker.instances'] input").fill("2")
+    form.locator("[data-path='taskRoles.worker.resourcePerInstance.gpu'] input").fill("1")
+    form.locator("[data-path='taskRoles.worker.resourcePerInstance.cpu'] input").fill("1")
+    form.locator("[data-path='taskRoles.worker.resourcePerInstance.memoryMB'] input").fill("128")
+    form.locator("[data-path='taskRoles.worker.commands'] textarea").fill(COMMAND)
+    form.locator(".jp-PAI-submit").click()
+    expect(page.locator(".jp-PAI-detail-head h2")).to_have_text(name)
+    job = lab.job_by_name(name)
+    lab.submitted.append(job["id"])
+    assert job["id"] == f"alice~{name}" and job["totalTaskNumber"] == 2
+
+    open_panel(page, "jobs")
+    state = job_row(page, name).locator(".jp-PAI-col-state")
+    expect(state).to_have_text("WAITING", timeout=30_000)
+    expect(page.locator(".jp-PAI-waiting")).to_be_visible()
+    shot(page, "kube-flow-1-waiting")
+
+    lab.stop(blocker["id"])
+    expect(state).to_have_text("RUNNING", timeout=90_000)
+    detail = page.locator(".jp-PAI-detail-panel")
+    expect(detail.locator("tr[data-task='worker-0']")).to_contain_text("runner-0")
+    expect(detail.locator("tr[data-task='worker-1']")).to_contain_text("runner-0")
+    shot(page, "kube-flow-2-running")
+
+    expect(state).to_have_text("SUCCEEDED", timeout=90_000)
+    for index in (0, 1):
+        task = detail.locator(f"tr[data-task='worker-{index}']")
+        expect(task).to_contain_text("SUCCEEDED")
+        expect(task.locator("td.jp-PAI-num").first).to_contain_text("0")
+    # The pods really ran on the runner node: their output is in the cluster's pod logs.
+    log = lab.api(f"jobs/{job['id'].replace('~', '%7E')}/logs?role=worker&index=1").decode()
+    assert [line for line in log.splitlines() if line.startswith("step")] == [
+        f"step {i}" for i in range(1, 7)
+    ], log
+    shot(page, "kube-flow-3-succeeded")
+    expect(job_row(page, blocker["name"]).locator(".jp-PAI-col-state")).to_have_text(
+        "STOPPED", timeout=60_000
+    )
