@@ -21,6 +21,24 @@ def test_cluster_usage_and_status_bar(page, jobs: Lab) -> None:
     assert jobs.job(waiting["id"])["state"] == "WAITING"
 
     open_panel(page, "cluster")
+    # With the Jobs tab's badge, the four tabs still fit: the panel does not scroll
+    # sideways to show the Cluster tab (which would cut off its left edge).
+    expect(page.locator("#jp-PAI-tab-jobs .jp-PAI-badge")).to_have_text("2")
+    geometry = page.evaluate(
+        """() => {
+          const panel = document.querySelector('#jupyter-pai-panel');
+          const tab = document.querySelector('#jp-PAI-tab-cluster');
+          return {scrollLeft: panel.scrollLeft, scrollWidth: panel.scrollWidth,
+                  clientWidth: panel.clientWidth,
+                  tabRight: tab.getBoundingClientRect().right,
+                  panelRight: panel.getBoundingClientRect().right,
+                  clipped: tab.scrollWidth > tab.clientWidth};
+        }"""
+    )
+    assert geometry["scrollLeft"] == 0, geometry
+    assert geometry["scrollWidth"] <= geometry["clientWidth"], geometry
+    assert geometry["tabRight"] <= geometry["panelRight"], geometry
+    assert not geometry["clipped"], geometry
     vc = page.locator(".jp-PAI-vc[data-vc='default']")
     meter = vc.get_by_role("meter")
     expect(meter).to_have_attribute("aria-valuenow", "3")

@@ -39,8 +39,12 @@ def choose_theme(page, theme: str) -> None:
     label = page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$"))
     page.locator(".lm-Menu-item", has=label).hover()
     page.locator(".lm-Menu-item", has_text=re.compile(f"^{re.escape(theme)}$")).click()
+    expect(page.locator("body")).to_have_attribute("data-jp-theme-name", theme)
     # JupyterLab shows its splash screen while it loads the theme.
-    expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=15_000)
+    splash = page.locator("#jupyterlab-splash")
+    expect(splash).to_have_count(0, timeout=15_000)
+    # No animation of the splash or the theme's colours left when the screenshot is taken.
+    page.wait_for_function("() => document.getAnimations().length === 0", timeout=15_000)
 
 
 def test_light_and_dark_theme(page, jobs: Lab, light_afterwards: None) -> None:
