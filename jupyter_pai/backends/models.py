@@ -58,6 +58,8 @@ class TaskStatus(ApiModel):
     state: TaskState
     node: str | None = None
     ip: str | None = None
+    gpu_number: int = 0
+    # Device ids where the backend knows them (local); Kubernetes does not say which.
     gpus: list[str] = Field(default_factory=list)
     ports: dict[str, list[int]] = Field(default_factory=dict)
     exit_code: int | None = None

@@ -263,7 +263,7 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
                     <td>{t.node ?? '—'}</td>
                     <td>{t.ip ?? '—'}</td>
                     <td>{ports(t) || '—'}</td>
-                    <td>{t.gpus.length ? t.gpus.join(',') : '—'}</td>
+                    <td className="jp-PAI-gpus">{gpuCell(t)}</td>
                     <td
                       className="jp-PAI-num"
                       title={t.exitReason ?? undefined}
@@ -418,4 +418,14 @@ export class JobDetailPanel extends SplitPanel {
   private _logArea: Panel;
   private _logTitle: Widget;
   private _viewer: LogViewer | null = null;
+}
+
+/** "2 (0,1)" where device ids are known, "2" where only the count is. */
+function gpuCell(t: TaskStatus): string {
+  if (!t.gpuNumber) {
+    return '—';
+  }
+  return t.gpus.length
+    ? `${t.gpuNumber} (${t.gpus.join(',')})`
+    : `${t.gpuNumber}`;
 }

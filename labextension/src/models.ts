@@ -53,6 +53,8 @@ export interface TaskStatus {
   state: TaskState;
   node?: string | null;
   ip?: string | null;
+  gpuNumber: number;
+  /** Device ids where the backend knows them (local); empty on Kubernetes. */
   gpus: string[];
   ports: Record<string, number[]>;
   exitCode?: number | null;
@@ -279,6 +281,7 @@ export const MODEL_FIELDS = {
     state: true,
     node: true,
     ip: true,
+    gpuNumber: true,
     gpus: true,
     ports: true,
     exitCode: true,

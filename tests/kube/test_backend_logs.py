@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from jupyter_pai.backends.base import LogQuery
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.models import JobState, TaskState
 from jupyter_pai.errors import NotFound
@@ -123,6 +124,35 @@ async def test_a_retried_tasks_earlier_attempt_log_is_readable(
     assert latest == second
     with pytest.raises(NotFound):
         await read_log(backend, job.id, "worker", 0, attempt=2)
+
+
+NUMBERED = """
+protocolVersion: 2
+name: numbered
+type: job
+taskRoles:
+  worker:
+    instances: 1
+    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    commands: ['for i in $(seq 1 2000); do echo "line $i"; done']
+"""
+
+
+async def test_byte_ranges_and_size_of_a_task_log(backend: KubernetesBackend) -> None:
+    """What the log viewer asks for: the size (limit=0), then ranges by offset and limit."""
+    job = await backend.submit(parse_job(NUMBERED).job)
+    done = await wait_for(backend, job.id, lambda d: d.state.terminal, 90)
+    assert done.state == JobState.SUCCEEDED, done
+    whole = "".join(f"line {i}\n" for i in range(1, 2001)).encode()
+    probe = await backend.logs(job.id, LogQuery(role="worker", index=0, limit=0))
+    assert probe.size == len(whole)
+    assert b"".join([c async for c in probe.chunks]) == b""
+    middle = await backend.logs(job.id, LogQuery(role="worker", index=0, offset=1000, limit=300))
+    assert middle.size == len(whole)
+    assert b"".join([c async for c in middle.chunks]) == whole[1000:1300]
+    tail = await backend.logs(job.id, LogQuery(role="worker", index=0, offset=len(whole) - 10))
+    assert b"".join([c async for c in tail.chunks]) == whole[-10:]
+    assert await read_log(backend, job.id, "worker", 0, tail=2) == "line 1999\nline 2000\n"
 
 
 # The `backend` fixture (a started backend in namespace alice, cleaned up around the test).

@@ -100,6 +100,12 @@ def test_submit_and_follow_on_kubernetes(kube_page: Any, kube_lab: Lab) -> None:
         task = detail.locator(f"tr[data-task='worker-{index}']")
         expect(task).to_contain_text("SUCCEEDED")
         expect(task.locator("td.jp-PAI-num").first).to_contain_text("0")
+        # Kubernetes says how many GPUs a pod has, not which devices.
+        expect(task.locator("td.jp-PAI-gpus")).to_have_text("1")
+    # The log viewer reads the task's log from the cluster (size, then byte ranges).
+    log_view = detail.locator(".jp-PAI-log")
+    expect(log_view.locator(".jp-PAI-log-line", has_text="step 6")).to_be_visible(timeout=30_000)
+    expect(log_view).not_to_contain_text("Could not read the log")
     # The pods really ran on the runner node: their output is in the cluster's pod logs.
     log = lab.api(f"jobs/{job['id'].replace('~', '%7E')}/logs?role=worker&index=1").decode()
     assert [line for line in log.splitlines() if line.startswith("step")] == [

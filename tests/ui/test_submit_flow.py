@@ -3,6 +3,7 @@ from WAITING (all GPUs taken) through RUNNING to SUCCEEDED."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from playwright.sync_api import expect
@@ -47,6 +48,11 @@ def test_submit_two_workers_waiting_running_succeeded(page, jobs: Lab) -> None:
 
     jobs.stop(blocker["id"])
     expect(state).to_have_text("RUNNING", timeout=30_000)
+    # Each worker shows its one GPU and which device the local backend pinned it to.
+    detail = page.locator(".jp-PAI-detail-panel")
+    for index in (0, 1):
+        cell = detail.locator(f"tr[data-task='worker-{index}'] td.jp-PAI-gpus")
+        expect(cell).to_have_text(re.compile(r"^1 \([0-3]\)$"))
     shot(page, "submit-flow-2-running")
     expect(state).to_have_text("SUCCEEDED", timeout=30_000)
     shot(page, "submit-flow-3-succeeded")

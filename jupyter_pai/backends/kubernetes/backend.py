@@ -8,6 +8,7 @@ import base64
 import contextlib
 import json
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +37,7 @@ from ..models import (
 )
 from . import connect, vcs
 from .flavors import FLAVORS, Flavor
-from .logs import pod_log
+from .logs import pod_log, ranged_pod_log
 from .naming import (
     ANN_JOB_ID,
     ANN_OUTCOME,
@@ -420,7 +421,7 @@ class KubernetesBackend(Backend):
                 state=t.state,
                 node=t.node,
                 ip=t.ip,
-                gpus=[str(i) for i in range(t.gpus)],
+                gpu_number=t.gpus,
                 exit_code=t.exit_code,
                 exit_reason=t.exit_reason,
                 retries=t.retries,
@@ -734,6 +735,17 @@ class KubernetesBackend(Backend):
             raise BadRequest("offset must be ≥ 0")
         pod, previous = self._attempt(task, query.attempt, job_id)
         try:
+            if (query.offset is not None or query.limit is not None) and query.tail is None:
+                size, data = await ranged_pod_log(
+                    self._rest(),
+                    self.namespace,
+                    pod,
+                    offset=query.offset or 0,
+                    limit=query.limit,
+                    previous=previous,
+                    secrets=await self._secret_values(job, names),
+                )
+                return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
             chunks = await pod_log(
                 self._rest(),
                 self.namespace,
@@ -825,6 +837,11 @@ class KubernetesBackend(Backend):
             return await storage_fs.read_path(name, Path(str(local)), path_)
         assert self.helpers is not None
         return await self.helpers.read(name, path_)
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    if data:
+        yield data
 
 
 def _owner(obj: Obj) -> dict[str, Any]:

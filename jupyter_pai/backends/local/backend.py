@@ -457,6 +457,7 @@ def detail(rec: JobRecord, job: JobProtocol) -> JobDetail:
             state=t.state,
             node="localhost",
             ip="127.0.0.1" if t.started_time else None,
+            gpu_number=t.gpu_request,
             gpus=t.gpus,
             ports=t.ports,
             exit_code=t.exit_code,
