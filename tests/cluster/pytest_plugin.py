@@ -7,6 +7,7 @@ already started with `python -m tests.cluster up --dir …` to reuse it (not tor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -108,7 +109,15 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClust
             raise RuntimeError(f"no running cluster in {reuse}: {status}")
         yield TestCluster(state)
         return
-    plane = controlplane.ControlPlane(tmp_path_factory.mktemp("kube-cluster"))
+    with running_cluster(tmp_path_factory.mktemp("kube-cluster")) as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
+def running_cluster(directory: Path) -> Iterator[TestCluster]:
+    """A control plane of its own in ``directory``, down again on exit (for tests that
+    disturb the cluster itself, such as stopping kube-apiserver)."""
+    plane = controlplane.ControlPlane(directory)
     state = plane.up(controlplane.Options(tie_to_parent=True))
     try:
         yield TestCluster(state)

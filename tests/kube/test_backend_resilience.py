@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.models import JobState
 from jupyter_pai.errors import NotFound, Unavailable
 from jupyter_pai.spec import parse_job
-from tests.cluster.pytest_plugin import TestCluster
+from tests.cluster.pytest_plugin import TestCluster, running_cluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, SLEEPER, _cleanup, make_backend, wait_for
 
 pytestmark = pytest.mark.kube
@@ -26,6 +27,15 @@ pytestmark = pytest.mark.kube
 NOTICE_SECONDS = 5.0
 CATCH_UP_SECONDS = 10.0
 _DynamicClient: Any = dynamic.DynamicClient  # untyped
+
+
+@pytest.fixture(scope="module")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestCluster]:
+    """A cluster of its own: stopping kube-apiserver disturbs the controllers and the pod
+    runner for a while after it returns, which must not slow the tests sharing the
+    session's cluster (stops there waited on pods the controllers had not yet removed)."""
+    with running_cluster(tmp_path_factory.mktemp("kube-cluster-outage")) as cluster:
+        yield cluster
 
 
 def _job(name: str) -> Any:

@@ -233,7 +233,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield started
 
 
-@pytest.fixture(scope="session")
+# Per module: sync Playwright keeps an event loop running in this thread while it is open.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
