@@ -9,11 +9,13 @@ import {
   Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { PAIClient } from './api';
 import { JobDetailPanel, jobWidgetId } from './jobdetail';
+import { JOB_FILE, jobFileToForm } from './jobfile';
 import { cloneJob, stopJob } from './jobslist';
 import type { JobSummary } from './models';
 import {
@@ -31,13 +33,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description:
     'OpenPAI-style GPU jobs: launch form, job list, logs, storage and cluster usage.',
   autoStart: true,
-  optional: [ILayoutRestorer, ICommandPalette, ISettingRegistry, IStatusBar],
+  optional: [
+    ILayoutRestorer,
+    ICommandPalette,
+    ISettingRegistry,
+    IStatusBar,
+    IDefaultFileBrowser
+  ],
   activate: (
     app: JupyterFrontEnd,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
-    statusBar: IStatusBar | null
+    statusBar: IStatusBar | null,
+    fileBrowser: IDefaultFileBrowser | null
   ) => {
     const model = new PAIModel(
       new PAIClient(app.serviceManager.serverSettings)
@@ -156,6 +165,43 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       }
     });
+    /** The job file a command is about: its `path` argument, or the browser's selection. */
+    const selectedJobFile = (args: any): string | null => {
+      const path =
+        (args?.path as string | undefined) ??
+        fileBrowser?.selectedItems().next().value?.path;
+      return path && JOB_FILE.test(path) ? path : null;
+    };
+    commands.addCommand(CommandIDs.openJobFile, {
+      label: 'Open in PAI Launch Form',
+      caption: 'Load this OpenPAI job file into the PAI launch form',
+      isVisible: args => !!selectedJobFile(args),
+      execute: async args => {
+        const path = selectedJobFile(args);
+        if (!path) {
+          return;
+        }
+        try {
+          const file = await app.serviceManager.contents.get(path, {
+            content: true,
+            format: 'text'
+          });
+          model.requestForm(jobFileToForm(path, file.content as string));
+          show('launch');
+        } catch (error) {
+          Notification.error(
+            `Could not open ${path}: ${(error as Error).message}`,
+            { autoClose: false }
+          );
+        }
+      }
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.openJobFile,
+      selector: '.jp-DirListing-item[data-isdir="false"]',
+      rank: 3
+    });
+
     if (palette) {
       for (const command of [
         CommandIDs.openPanel,

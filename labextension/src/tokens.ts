@@ -15,4 +15,5 @@ export namespace CommandIDs {
   export const openJob = 'jupyter-pai:open-job';
   export const stopJob = 'jupyter-pai:stop-job';
   export const cloneJob = 'jupyter-pai:clone-job';
+  export const openJobFile = 'jupyter-pai:open-job-file';
 }
