@@ -23,4 +23,4 @@ step "building or reusing the test control plane (Go, cached outside the tree)"
 python -m tests.cluster build
 
 step "pytest: unit, server, kubernetes, ui"
-python -m pytest tests "$@"
+python -m pytest "$@"  # testpaths in pyproject.toml: unit, server, cluster, kube, ui
