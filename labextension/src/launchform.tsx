@@ -141,6 +141,43 @@ function Field(props: {
   );
 }
 
+/** A labelled number input; `parse` turns its text into the form's value (whole numbers by default). */
+function NumberField(props: {
+  label: string;
+  path: string;
+  errors: Map<string, FieldError[]>;
+  value: number;
+  onChange: (value: number) => void;
+  min?: number;
+  max?: number;
+  step?: number | 'any';
+  parse?: (text: string) => number;
+}): JSX.Element {
+  const parse = props.parse ?? ((text: string) => intValue(text, 0));
+  return (
+    <Field label={props.label} path={props.path} errors={props.errors}>
+      {(id, d) => (
+        <input
+          id={id}
+          aria-describedby={d}
+          type="number"
+          min={props.min}
+          max={props.max}
+          step={props.step}
+          className="jp-mod-styled jp-PAI-input jp-PAI-number"
+          value={props.value}
+          onChange={e => props.onChange(parse(e.target.value))}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** A whole number of at least 0 (and at most `max`), for counts the form never lets go negative. */
+function countValue(text: string, max?: number): number {
+  return Math.min(max ?? Infinity, Math.max(0, intValue(text, 0)));
+}
+
 function intValue(text: string, fallback = 0): number {
   const n = parseInt(text, 10);
   return Number.isFinite(n) ? n : fallback;
@@ -235,79 +272,44 @@ function RoleEditor(props: {
         )}
       </div>
       <div className="jp-PAI-row">
-        <Field label="Instances" path={`${at}.instances`} errors={errors}>
-          {(id, d) => (
-            <input
-              id={id}
-              aria-describedby={d}
-              type="number"
-              min={1}
-              className="jp-mod-styled jp-PAI-input jp-PAI-number"
-              value={role.instances}
-              onChange={e => set({ instances: intValue(e.target.value, 1) })}
-            />
-          )}
-        </Field>
-        <Field
+        <NumberField
+          label="Instances"
+          path={`${at}.instances`}
+          errors={errors}
+          value={role.instances}
+          min={1}
+          parse={text => intValue(text, 1)}
+          onChange={instances => set({ instances })}
+        />
+        <NumberField
           label="GPUs / instance"
           path={`${at}.resourcePerInstance.gpu`}
           errors={errors}
-        >
-          {(id, d) => (
-            <input
-              id={id}
-              aria-describedby={d}
-              type="number"
-              min={0}
-              max={maxGpu}
-              className="jp-mod-styled jp-PAI-input jp-PAI-number"
-              value={role.gpu}
-              onChange={e => {
-                let gpu = Math.max(0, intValue(e.target.value, 0));
-                if (maxGpu !== undefined) {
-                  gpu = Math.min(gpu, maxGpu);
-                }
-                set({ gpu });
-              }}
-            />
-          )}
-        </Field>
-        <Field
+          value={role.gpu}
+          min={0}
+          max={maxGpu}
+          parse={text => countValue(text, maxGpu)}
+          onChange={gpu => set({ gpu })}
+        />
+        <NumberField
           label="CPUs"
           path={`${at}.resourcePerInstance.cpu`}
           errors={errors}
-        >
-          {(id, d) => (
-            <input
-              id={id}
-              aria-describedby={d}
-              type="number"
-              min={0}
-              step="any"
-              className="jp-mod-styled jp-PAI-input jp-PAI-number"
-              value={role.cpu}
-              onChange={e => set({ cpu: floatValue(e.target.value, 0) })}
-            />
-          )}
-        </Field>
-        <Field
+          value={role.cpu}
+          min={0}
+          step="any"
+          parse={text => floatValue(text, 0)}
+          onChange={cpu => set({ cpu })}
+        />
+        <NumberField
           label="Memory (MB)"
           path={`${at}.resourcePerInstance.memoryMB`}
           errors={errors}
-        >
-          {(id, d) => (
-            <input
-              id={id}
-              aria-describedby={d}
-              type="number"
-              min={0}
-              step={1024}
-              className="jp-mod-styled jp-PAI-input jp-PAI-number"
-              value={role.memoryMB}
-              onChange={e => set({ memoryMB: intValue(e.target.value, 0) })}
-            />
-          )}
-        </Field>
+          value={role.memoryMB}
+          min={0}
+          step={1024}
+          onChange={memoryMB => set({ memoryMB })}
+        />
       </div>
       <Field
         label="Command (one shell line per line)"
@@ -343,27 +345,15 @@ function RoleEditor(props: {
             />
           )}
         </Field>
-        <Field
+        <NumberField
           label="Task retries"
           path={`${at}.taskRetryCount`}
           errors={errors}
-        >
-          {(id, d) => (
-            <input
-              id={id}
-              aria-describedby={d}
-              type="number"
-              min={0}
-              className="jp-mod-styled jp-PAI-input jp-PAI-number"
-              value={role.taskRetryCount}
-              onChange={e =>
-                set({
-                  taskRetryCount: Math.max(0, intValue(e.target.value, 0))
-                })
-              }
-            />
-          )}
-        </Field>
+          value={role.taskRetryCount}
+          min={0}
+          parse={text => countValue(text)}
+          onChange={taskRetryCount => set({ taskRetryCount })}
+        />
       </div>
     </fieldset>
   );
@@ -1057,23 +1047,15 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
               </div>
             ))}
           </div>
-          <Field label="Job retries" path="jobRetryCount" errors={byField}>
-            {(id, d) => (
-              <input
-                id={id}
-                aria-describedby={d}
-                type="number"
-                min={0}
-                className="jp-mod-styled jp-PAI-input jp-PAI-number"
-                value={form.jobRetryCount}
-                onChange={e =>
-                  update({
-                    jobRetryCount: Math.max(0, intValue(e.target.value, 0))
-                  })
-                }
-              />
-            )}
-          </Field>
+          <NumberField
+            label="Job retries"
+            path="jobRetryCount"
+            errors={byField}
+            value={form.jobRetryCount}
+            min={0}
+            parse={text => countValue(text)}
+            onChange={jobRetryCount => update({ jobRetryCount })}
+          />
         </div>
       )}
 
