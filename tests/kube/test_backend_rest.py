@@ -9,13 +9,11 @@ import time
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from kubernetes import client
-from pytest_jupyter.jupyter_server import *  # noqa: F403
 from tornado.httpclient import HTTPClientError
 
-from tests.cluster import manifests
 from tests.cluster.pytest_plugin import TestCluster
+from tests.kube.rest_server import *  # noqa: F403
 
 pytestmark = pytest.mark.kube
 OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
@@ -30,25 +28,6 @@ taskRoles:
     resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 1}
     commands: ['echo "hello from $PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX of $PAI_TASK_ROLE_TASK_COUNT_worker"', 'sleep 300']
 """
-
-
-@pytest_asyncio.fixture
-async def jp_asyncio_loop() -> asyncio.AbstractEventLoop:
-    return asyncio.get_running_loop()
-
-
-@pytest.fixture
-def jp_server_config(kube_cluster: TestCluster) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_pai": True}, "allow_root": True},
-        "PAIConfig": {"backend": "kubernetes"},
-        "KubernetesBackend": {
-            "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
-            "flavor": "native",
-            "user": "alice",
-            "node_selector": {manifests.RUNNER_LABEL: "true"},
-        },
-    }
 
 
 @pytest.fixture(autouse=True)

@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from jupyter_server.utils import url_path_join
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from pytest_jupyter.jupyter_server import *  # noqa: F403
 from tornado.httpclient import HTTPClientError
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
@@ -27,6 +25,7 @@ from jupyter_pai.backends.models import StorageListing
 from jupyter_pai.errors import BadRequest, Forbidden, NotFound
 from tests.cluster import manifests, podenv, runner
 from tests.cluster.pytest_plugin import TestCluster
+from tests.kube.rest_server import *  # noqa: F403
 
 pytestmark = pytest.mark.kube
 NS = "alice"
@@ -310,25 +309,6 @@ async def test_idle_helper_pod_goes_away(kube_cluster: TestCluster, volume: Volu
 
 
 # -- through the REST API -------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture
-async def jp_asyncio_loop() -> asyncio.AbstractEventLoop:
-    return asyncio.get_running_loop()
-
-
-@pytest.fixture
-def jp_server_config(kube_cluster: TestCluster) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_pai": True}, "allow_root": True},
-        "PAIConfig": {"backend": "kubernetes"},
-        "KubernetesBackend": {
-            "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
-            "flavor": "native",
-            "user": "alice",
-            "node_selector": RUNNER,
-        },
-    }
 
 
 async def fetch_status(fetch: Any, *path: str) -> tuple[int, Any]:

@@ -8,7 +8,6 @@ after the test, so a failing test never leaves sleepers behind.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
@@ -18,23 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-# pytest-jupyter's fixtures (jp_fetch, jp_serverapp, …). ``pytest_plugins`` is refused in a
-# conftest below the rootdir, so import them; this also scopes its hooks to tests/server.
-from pytest_jupyter.jupyter_server import *  # noqa: F403
+# pytest-jupyter's fixtures on the test's loop; imported here, they stay scoped to tests/server.
+from tests.jupyter_fixtures import *  # noqa: F403
 
 from .pai import PAIClient
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_SLOTS = 4
-
-
-@pytest_asyncio.fixture
-async def jp_asyncio_loop() -> asyncio.AbstractEventLoop:
-    """Serve on the loop pytest-asyncio runs the test in (asyncio_mode=auto), so the test's
-    requests and the server share one loop."""
-    return asyncio.get_running_loop()
 
 
 @pytest.fixture
