@@ -32,14 +32,22 @@ def _free(cap: Resources, used: Resources) -> Resources:
     )
 
 
-def _queued(jobs: Iterable[JobSummary], vc: str) -> tuple[int, int, Resources]:
-    mine = [j for j in jobs if j.virtual_cluster == vc]
+def _virtual_cluster(
+    name: str, cap: Resources, used: Resources, jobs: Iterable[JobSummary], description: str
+) -> VirtualCluster:
+    """A VC from its capacity and use, with the running and waiting jobs counted from ``jobs``."""
+    mine = [j for j in jobs if j.virtual_cluster == name]
     waiting = [j for j in mine if j.state == JobState.WAITING]
     running = [j for j in mine if j.state in (JobState.RUNNING, JobState.STOPPING)]
-    return (
-        len(running),
-        len(waiting),
-        Resources(gpu=sum(j.total_gpu_number for j in waiting)),
+    return VirtualCluster(
+        name=name,
+        capacity=cap,
+        used=used,
+        free=_free(cap, used),
+        running_jobs=len(running),
+        queued_jobs=len(waiting),
+        queued=Resources(gpu=sum(j.total_gpu_number for j in waiting)),
+        description=description,
     )
 
 
@@ -69,20 +77,8 @@ def volcano(
         name = q["metadata"]["name"]
         cap = volcano_queue_capacity(q, cluster, gpu)
         used = _resources((q.get("status") or {}).get("allocated"), gpu)
-        running, waiting, queued = _queued(jobs, name)
         state = (q.get("status") or {}).get("state") or "Open"
-        out.append(
-            VirtualCluster(
-                name=name,
-                capacity=cap,
-                used=used,
-                free=_free(cap, used),
-                running_jobs=running,
-                queued_jobs=waiting,
-                queued=queued,
-                description=f"Volcano queue {name} ({state})",
-            )
-        )
+        out.append(_virtual_cluster(name, cap, used, jobs, f"Volcano queue {name} ({state})"))
     return out
 
 
@@ -122,19 +118,8 @@ def native(
                     if j.virtual_cluster == name and j.state == JobState.RUNNING
                 )
             )
-        running, waiting, queued = _queued(jobs, name)
-        out.append(
-            VirtualCluster(
-                name=name,
-                capacity=cap,
-                used=used,
-                free=_free(cap, used),
-                running_jobs=running,
-                queued_jobs=waiting,
-                queued=queued,
-                description=str(pc.get("description") or f"priority class {pc_name}"),
-            )
-        )
+        description = str(pc.get("description") or f"priority class {pc_name}")
+        out.append(_virtual_cluster(name, cap, used, jobs, description))
     return out
 
 
