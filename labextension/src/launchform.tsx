@@ -141,6 +141,22 @@ function Field(props: {
   );
 }
 
+/** Errors the server or the checks report for a whole section (a path with no one field). */
+function SectionErrors(props: {
+  errors: Map<string, FieldError[]>;
+  path: string;
+}): JSX.Element {
+  return (
+    <>
+      {(props.errors.get(props.path) ?? []).map((e, i) => (
+        <div key={i} className="jp-PAI-field-errors" role="alert">
+          {e.message}
+        </div>
+      ))}
+    </>
+  );
+}
+
 /** A labelled number input; `parse` turns its text into the form's value (whole numbers by default). */
 function NumberField(props: {
   label: string;
@@ -880,11 +896,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
               · {gpus} GPU{gpus === 1 ? '' : 's'} in all
             </span>
           </div>
-          {(byField.get('taskRoles') ?? []).map((e, i) => (
-            <div key={i} className="jp-PAI-field-errors" role="alert">
-              {e.message}
-            </div>
-          ))}
+          <SectionErrors errors={byField} path="taskRoles" />
           {form.roles.map((role, i) => (
             <RoleEditor
               key={i}
@@ -926,11 +938,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           <div className="jp-PAI-hint">
             Used in commands as <code>{'<% $parameters.name %>'}</code>.
           </div>
-          {(byField.get('parameters') ?? []).map((e, i) => (
-            <div key={i} className="jp-PAI-field-errors" role="alert">
-              {e.message}
-            </div>
-          ))}
+          <SectionErrors errors={byField} path="parameters" />
           {form.parameters.map((p, i) => (
             <div className="jp-PAI-row" key={i}>
               <input
@@ -982,11 +990,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           </button>
 
           <div className="jp-PAI-section-title">Storages</div>
-          {(byField.get('extras.storages') ?? []).map((e, i) => (
-            <div key={i} className="jp-PAI-field-errors" role="alert">
-              {e.message}
-            </div>
-          ))}
+          <SectionErrors errors={byField} path="extras.storages" />
           {form.storages.map((s, i) => (
             <StorageMountRow
               key={i}
@@ -1041,11 +1045,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
               />{' '}
               Gang scheduling: start all instances together or none
             </label>
-            {(byField.get('extras.gangAllocation') ?? []).map((e, i) => (
-              <div key={i} className="jp-PAI-field-errors" role="alert">
-                {e.message}
-              </div>
-            ))}
+            <SectionErrors errors={byField} path="extras.gangAllocation" />
           </div>
           <NumberField
             label="Job retries"
