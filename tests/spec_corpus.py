@@ -25,6 +25,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SPECS_BAD = HERE / "unit" / "specs_bad"
+#: Valid specs that must be accepted with a warning at ``expected_path`` (same headers).
+SPECS_WARN = HERE / "unit" / "specs_warn"
 GOLDEN = HERE / "unit" / "golden"
 EXAMPLES = REPO / "examples"
 ROOT = "<root>"
@@ -42,10 +44,10 @@ class BadSpec:
         return (self.name, self.text, self.expected_path)
 
 
-def bad_spec_cases() -> list[BadSpec]:
+def bad_spec_cases(folder: Path = SPECS_BAD) -> list[BadSpec]:
     """Every corpus file with its expectations, sorted by name."""
     cases: list[BadSpec] = []
-    for path in sorted(SPECS_BAD.iterdir()):
+    for path in sorted(folder.iterdir()):
         if path.suffix not in (".yaml", ".yml", ".json"):
             continue
         text = path.read_text(encoding="utf-8")

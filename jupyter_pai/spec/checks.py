@@ -6,18 +6,21 @@ Each returns :class:`FieldError` objects with the protocol's own field path, so 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
 
 from ..errors import FieldError
-from .protocol import KNOWN_RUNTIME_PLUGINS, JobProtocol, TaskRole
-from .templating import PREREQUISITE_KEYS, SCOPES, lookup, malformed, references
+from .protocol import KNOWN_RUNTIME_PLUGINS, JobProtocol
+from .render import role_context
+from .templating import MISSING, SCOPES, Reference, lookup, references, resolve
 
+T = TypeVar("T", bound=Hashable)
 PLUGINS = "extras.com.microsoft.pai.runtimeplugin"
 
 
-def _duplicates(names: Iterable[str]) -> list[tuple[int, str]]:
-    seen: set[str] = set()
-    found: list[tuple[int, str]] = []
+def _duplicates(names: Iterable[T]) -> list[tuple[int, T]]:
+    seen: set[T] = set()
+    found: list[tuple[int, T]] = []
     for i, name in enumerate(names):
         if name in seen:
             found.append((i, name))
@@ -27,8 +30,11 @@ def _duplicates(names: Iterable[str]) -> list[tuple[int, str]]:
 
 def check_job(job: JobProtocol) -> list[FieldError]:
     errors: list[FieldError] = []
-    for i, name in _duplicates(p.name for p in job.prerequisites):
-        errors.append(FieldError(f"prerequisites.{i}.name", f"duplicate name {name!r}"))
+    # Names are unique per type (OpenPAI's own example names an image and a script alike).
+    for i, (type_, name) in _duplicates((p.type, p.name) for p in job.prerequisites):
+        errors.append(
+            FieldError(f"prerequisites.{i}.name", f"duplicate {type_} prerequisite name {name!r}")
+        )
     by_name = {p.name: p for p in job.prerequisites}
     for i, pre in enumerate(job.prerequisites):
         for j, ref in enumerate(pre.require):
@@ -38,16 +44,11 @@ def check_job(job: JobProtocol) -> list[FieldError]:
                         f"prerequisites.{i}.require.{j}", f"no prerequisite is named {ref!r}"
                     )
                 )
-        for j, callback in enumerate(pre.callbacks):
-            for k, line in enumerate(callback.commands):
-                path = f"prerequisites.{i}.callbacks.{j}.commands.{k}"
-                errors += _check_markers(job, None, path, line)
 
     for role_name, role in job.task_roles.items():
         base = f"taskRoles.{role_name}"
         if role.docker_image is not None:
-            image = by_name.get(role.docker_image)
-            if image is None or image.type != "dockerimage":
+            if job.prerequisite(role.docker_image, "dockerimage") is None:
                 known = sorted(p.name for p in job.prerequisites if p.type == "dockerimage")
                 hint = f" (known: {', '.join(known)})" if known else ""
                 errors.append(
@@ -59,7 +60,7 @@ def check_job(job: JobProtocol) -> list[FieldError]:
                 )
         for field in ("data", "output", "script"):
             ref = getattr(role, field)
-            if ref is not None and (ref not in by_name or by_name[ref].type != field):
+            if ref is not None and job.prerequisite(ref, field) is None:
                 errors.append(
                     FieldError(
                         f"{base}.{field}", f"{ref!r} is not the name of a {field} prerequisite"
@@ -82,13 +83,11 @@ def check_job(job: JobProtocol) -> list[FieldError]:
                         + ("s" if role.instances != 1 else ""),
                     )
                 )
-        for j, command in enumerate(role.commands):
-            errors += _check_markers(job, role, f"{base}.commands.{j}", command)
 
     for i, name in _duplicates(d.name for d in job.deployments):
         errors.append(FieldError(f"deployments.{i}.name", f"duplicate deployment name {name!r}"))
     for i, dep in enumerate(job.deployments):
-        for role_name, dep_role in dep.task_roles.items():
+        for role_name in dep.task_roles:
             if role_name not in job.task_roles:
                 errors.append(
                     FieldError(
@@ -96,15 +95,6 @@ def check_job(job: JobProtocol) -> list[FieldError]:
                         f"no task role is named {role_name!r}",
                     )
                 )
-                continue
-            role = job.task_roles[role_name]
-            for kind, lines in (
-                ("preCommands", dep_role.pre_commands),
-                ("postCommands", dep_role.post_commands),
-            ):
-                for j, line in enumerate(lines):
-                    path = f"deployments.{i}.taskRoles.{role_name}.{kind}.{j}"
-                    errors += _check_markers(job, role, path, line)
     deployment = job.defaults.deployment
     if deployment is not None and deployment not in {d.name for d in job.deployments}:
         errors.append(FieldError("defaults.deployment", f"no deployment is named {deployment!r}"))
@@ -141,7 +131,7 @@ def check_job(job: JobProtocol) -> list[FieldError]:
 
 def job_warnings(job: JobProtocol) -> list[FieldError]:
     """Things that are valid but probably not what the user meant."""
-    warnings: list[FieldError] = []
+    warnings: list[FieldError] = marker_warnings(job)
     for i, plugin in enumerate(job.extras.runtime_plugins):
         if plugin.plugin not in KNOWN_RUNTIME_PLUGINS:
             warnings.append(
@@ -161,36 +151,71 @@ def job_warnings(job: JobProtocol) -> list[FieldError]:
     return warnings
 
 
-def _check_markers(
-    job: JobProtocol, role: TaskRole | None, path: str, text: str
-) -> list[FieldError]:
-    errors: list[FieldError] = []
-    for piece in malformed(text):
-        errors.append(FieldError(path, f"malformed marker {piece!r}; write <% $parameters.NAME %>"))
-    for ref in references(text):
-        if ref.scope not in SCOPES:
-            known = ", ".join("$" + s for s in SCOPES)
-            errors.append(FieldError(path, f"unknown marker ${ref.scope}; use one of {known}"))
-        elif ref.scope in ("parameters", "secrets"):
-            values = job.parameters if ref.scope == "parameters" else job.secrets
-            try:
-                lookup(values, ref.key)
-            except KeyError:
-                errors.append(
-                    FieldError(path, f"${ref.scope}.{ref.key} is not defined in {ref.scope}")
-                )
-        elif role is None or getattr(role, ref.scope) is None:
-            errors.append(
-                FieldError(
-                    path, f"${ref.scope} is used but the role names no {ref.scope} prerequisite"
-                )
-            )
-        elif ref.key not in PREREQUISITE_KEYS:
-            errors.append(
-                FieldError(
-                    path,
-                    f"${ref.scope}.{ref.key}: a prerequisite marker reads "
-                    + " or ".join(PREREQUISITE_KEYS),
-                )
-            )
-    return errors
+def marker_warnings(job: JobProtocol) -> list[FieldError]:
+    """Markers that resolve to nothing: OpenPAI leaves them in the command as written, so
+    they are warnings, each at the line that holds it (once per role that renders it)."""
+    found: list[FieldError] = []
+    deployment = job.deployment()
+    dep_index = job.deployments.index(deployment) if deployment else -1
+    for role in job.task_roles:
+        context = role_context(job, role)
+        places = [
+            (f"taskRoles.{role}.commands.{j}", c)
+            for j, c in enumerate(job.task_roles[role].commands)
+        ]
+        dep_role = deployment.task_roles.get(role) if deployment else None
+        for kind, lines in (
+            ("preCommands", dep_role.pre_commands if dep_role else []),
+            ("postCommands", dep_role.post_commands if dep_role else []),
+        ):
+            base = f"deployments.{dep_index}.taskRoles.{role}.{kind}"
+            places += [(f"{base}.{j}", line) for j, line in enumerate(lines)]
+        for i, pre in enumerate(job.prerequisites):
+            if pre.name not in job.task_roles[role].prerequisites:
+                continue
+            for j, callback in enumerate(pre.callbacks):
+                base = f"prerequisites.{i}.callbacks.{j}.commands"
+                places += [(f"{base}.{k}", line) for k, line in enumerate(callback.commands)]
+        for i, plugin in enumerate(job.extras.runtime_plugins):
+            if plugin.taskroles is None or role in plugin.taskroles:
+                places += [
+                    (f"{PLUGINS}.{i}.parameters{path}", text)
+                    for path, text in _texts(plugin.parameters)
+                ]
+        for path, text in places:
+            for ref in references(text):
+                if resolve(context, ref) is MISSING:
+                    warning = FieldError(path, _unresolved(job, role, ref))
+                    if warning not in found:
+                        found.append(warning)
+    return found
+
+
+def _texts(value: object, path: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, list):
+        return [t for i, v in enumerate(value) for t in _texts(v, f"{path}.{i}")]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _texts(v, f"{path}.{k}")]
+    return []
+
+
+def _unresolved(job: JobProtocol, role: str, ref: Reference) -> str:
+    kept = f"it is left as {ref.left_as_is}, as OpenPAI leaves it"
+    scope = ref.scope
+    if scope not in SCOPES:
+        known = ", ".join("$" + s for s in SCOPES)
+        return f"{ref.text} names nothing OpenPAI renders (use {known}); {kept}"
+    if scope in ("parameters", "secrets"):
+        values = job.parameters if scope == "parameters" else job.secrets
+        if not ref.key:
+            return f"{ref.text} needs a name (<% ${scope}.NAME %>); {kept}"
+        try:
+            lookup(values, ref.key)
+        except KeyError:
+            return f"${scope}.{ref.key} is not defined in {scope}; {kept}"
+        return f"${scope}.{ref.key} is empty; {kept}"
+    if getattr(job.task_roles[role], scope) is None:
+        return f"${scope} is used but task role {role} names no {scope} prerequisite; {kept}"
+    return f"{ref.text}: the {scope} prerequisite of task role {role} has no such field; {kept}"

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import FieldError, SpecError
 from .checks import check_job, job_warnings
-from .protocol import PATTERN_HELP, JobProtocol
+from .protocol import PATTERN_HELP, Deployment, JobProtocol, Prerequisite
 from .shortform import ShortForm, expand, is_short_form, short_path
 
 
@@ -151,13 +151,22 @@ def unknown_fields(model: BaseModel, path: str = "") -> list[FieldError]:
     """Fields the protocol does not define, reported as warnings (never as errors)."""
     found: list[FieldError] = []
     for key in model.model_extra or {}:
-        found.append(FieldError(_join(path, key), "unknown field, ignored"))
+        if not _open_fields(model):
+            found.append(FieldError(_join(path, key), "unknown field, ignored"))
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
         here = _join(path, info.alias or name)
         for sub_path, item in _children(here, value):
             found += unknown_fields(item, sub_path)
     return found
+
+
+def _open_fields(model: BaseModel) -> bool:
+    """Where the protocol lets a job add its own fields: a deployment, and a script, data or
+    output prerequisite (the settings of the plugin that handles it)."""
+    if isinstance(model, Prerequisite):
+        return model.type != "dockerimage"
+    return isinstance(model, Deployment)
 
 
 def _children(path: str, value: Any) -> list[tuple[str, BaseModel]]:

@@ -104,6 +104,13 @@ InstanceLimit = Annotated[
 ]
 
 
+ProtocolVersion = Annotated[
+    Literal[2],
+    BeforeValidator(lambda v: 2 if (v == "2" or (v == 2 and not isinstance(v, bool))) else v),
+    WithJsonSchema({"enum": [2, "2"]}),
+]
+
+
 class Model(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=True)
 
@@ -133,6 +140,7 @@ class Callback(Model):
 
 
 class Prerequisite(Model):
+    protocol_version: ProtocolVersion | None = Field(default=None, alias="protocolVersion")
     name: str = Field(min_length=1)
     type: Literal["dockerimage", "script", "data", "output"]
     uri: str | list[str] | None = None
@@ -144,6 +152,10 @@ class Prerequisite(Model):
     version: FreeText | None = None
     contributor: str | None = None
     description: str | None = None
+
+    def as_written(self) -> dict[str, Any]:
+        """The fields the job gave (plugin-specific ones too), as markers read them."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     @field_validator("uri", mode="before")
     @classmethod
@@ -182,6 +194,7 @@ class ResourcePerInstance(Model):
 
 
 class TaskRole(Model):
+    protocol_version: ProtocolVersion | None = Field(default=None, alias="protocolVersion")
     instances: Annotated[int, Field(ge=1)] = 1
     completion: Completion = Field(default_factory=Completion)
     task_retry_count: NonNegInt = Field(default=0, alias="taskRetryCount")
@@ -216,7 +229,11 @@ class DeploymentRole(Model):
 
 
 class Deployment(Model):
+    protocol_version: ProtocolVersion | None = Field(default=None, alias="protocolVersion")
     name: str = Field(min_length=1)
+    version: FreeText | None = None
+    contributor: str | None = None
+    description: str | None = None
     task_roles: dict[str, DeploymentRole] = Field(default_factory=dict, alias="taskRoles")
 
 
@@ -293,13 +310,8 @@ class Extras(Model):
     runtime_plugins: list[RuntimePlugin] = Field(
         default_factory=list, alias="com.microsoft.pai.runtimeplugin"
     )
-
-
-ProtocolVersion = Annotated[
-    Literal[2],
-    BeforeValidator(lambda v: 2 if (v == "2" or (v == 2 and not isinstance(v, bool))) else v),
-    WithJsonSchema({"enum": [2, "2"]}),
-]
+    #: Which client submitted the job (OpenPAI's web portal plugins set it).
+    submit_from: str | None = Field(default=None, alias="submitFrom")
 
 
 class JobProtocol(Model):
@@ -348,14 +360,18 @@ class JobProtocol(Model):
         hived = self.extras.hived_scheduler
         return hived.priority if hived is not None else PRIORITY_CLASSES["test"]
 
-    def prerequisite(self, name: str) -> Prerequisite | None:
-        return next((p for p in self.prerequisites if p.name == name), None)
+    def prerequisite(self, name: str, type: str | None = None) -> Prerequisite | None:
+        """The prerequisite called ``name`` (of ``type``: names are unique per type)."""
+        return next(
+            (p for p in self.prerequisites if p.name == name and (type is None or p.type == type)),
+            None,
+        )
 
     def image_uri(self, role: str) -> str | None:
         ref = self.task_roles[role].docker_image
         if ref is None:
             return None
-        pre = self.prerequisite(ref)
+        pre = self.prerequisite(ref, "dockerimage")
         uri = pre.uri if pre is not None else None
         return uri if isinstance(uri, str) else None
 

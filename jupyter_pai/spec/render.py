@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .protocol import JobProtocol
-from .templating import Reference, as_text, lookup, render
+from .templating import MISSING, PREREQUISITE_SCOPES, Reference, as_text, lookup, render, resolve
 
 HIDDEN = "******"
 #: Secret values shorter than this are hidden where they are declared but not searched for
@@ -14,37 +14,75 @@ HIDDEN = "******"
 MIN_SEARCHED_SECRET = 4
 
 
-def task_commands(job: JobProtocol, role: str, *, secrets: bool = True) -> list[str]:
-    """preCommands of the default deployment, the role's commands, then postCommands.
-
-    ``secrets=False`` leaves ``<% $secrets.x %>`` in place (for manifests a backend stores
-    where users can read them; the values then come from a Secret at run time)."""
+def role_context(job: JobProtocol, role: str, *, secrets: bool = True) -> dict[str, Any]:
+    """What a task role's markers may read: ``$parameters``, ``$secrets`` (unless
+    ``secrets=False``) and the prerequisites its ``script`` / ``data`` / ``output`` name,
+    each as written (any field: ``<% $script.version %>``)."""
     role_spec = job.task_roles[role]
+    context: dict[str, Any] = {"$parameters": job.parameters}
+    if secrets:
+        context["$secrets"] = job.secrets
+    for scope in PREREQUISITE_SCOPES:
+        name = getattr(role_spec, scope)
+        pre = job.prerequisite(name, scope) if name else None
+        context[f"${scope}"] = pre.as_written() if pre is not None else None
+    return context
+
+
+def _value_of(context: dict[str, Any], job: JobProtocol, secrets: bool) -> Any:
+    def value_of(ref: Reference) -> Any:
+        if not secrets and ref.scope == "secrets":
+            # Kept for the backend to fill in at run time (a Kubernetes Secret); a secret
+            # that is not declared resolves to nothing either way.
+            try:
+                lookup(job.secrets, ref.key)
+            except KeyError:
+                return MISSING
+            return ref.text
+        return resolve(context, ref)
+
+    return value_of
+
+
+def render_for_role(job: JobProtocol, role: str, value: Any, *, secrets: bool = True) -> Any:
+    """Every text inside ``value`` (text, list or mapping) with its markers rendered for
+    ``role``, as OpenPAI's runtime renders plugin parameters and prerequisite callbacks.
+    ``secrets=False`` leaves ``<% $secrets.x %>`` of declared secrets in place."""
+    value_of = _value_of(role_context(job, role, secrets=secrets), job, secrets)
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return render(item, value_of)
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        return item
+
+    return walk(value)
+
+
+def role_command_lines(job: JobProtocol, role: str) -> list[str]:
+    """preCommands of the default deployment, the role's commands, then postCommands,
+    as written."""
     lines: list[str] = []
     deployment = job.deployment()
     dep_role = deployment.task_roles.get(role) if deployment else None
     if dep_role:
         lines += dep_role.pre_commands
-    lines += role_spec.commands
+    lines += job.task_roles[role].commands
     if dep_role:
         lines += dep_role.post_commands
+    return lines
 
-    def resolve(ref: Reference) -> str:
-        if ref.scope == "parameters":
-            return as_text(lookup(job.parameters, ref.key))
-        if ref.scope == "secrets":
-            if not secrets:
-                return f"<% $secrets.{ref.key} %>"
-            return as_text(lookup(job.secrets, ref.key))
-        pre = job.prerequisite(getattr(role_spec, ref.scope, None) or "")
-        if pre is None:
-            return ""
-        if ref.key == "uri":
-            uri = pre.uri
-            return uri if isinstance(uri, str) else " ".join(uri or [])
-        return as_text(getattr(pre, ref.key, ""))
 
-    return [render(line, resolve) for line in lines]
+def task_commands(job: JobProtocol, role: str, *, secrets: bool = True) -> list[str]:
+    """The role's command lines (:func:`role_command_lines`) with markers rendered.
+
+    ``secrets=False`` leaves ``<% $secrets.x %>`` in place (for manifests a backend stores
+    where users can read them; the values then come from a Secret at run time)."""
+    rendered: list[str] = render_for_role(job, role, role_command_lines(job, role), secrets=secrets)
+    return rendered
 
 
 def secret_values(job: JobProtocol) -> list[str]:

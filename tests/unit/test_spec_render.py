@@ -107,7 +107,10 @@ taskRoles:
         '<% $parameters.cfg %>' <% $parameters.nested.lr %> [<% $parameters.empty %>]
 """
     job = parse_job(text).job
-    assert task_commands(job, "w") == ["run true 3 0.5 '{\"a\":[1,2]}' 0.1 []"]
+    # A mapping and null resolve to nothing: OpenPAI writes such a marker back as it is.
+    assert task_commands(job, "w") == [
+        "run true 3 0.5 '<% $parameters.cfg %>' 0.1 [<% $parameters.empty %>]"
+    ]
 
 
 def test_parameter_override_changes_rendered_commands() -> None:
@@ -133,6 +136,9 @@ taskRoles:
     commands: ["fetch <% $data.uri %> / <% $script.uri %> -> <% $output.uri %> (<% $data.name %>)"]
 """
     job = parse_job(text).job
-    assert task_commands(job, "w") == [
-        "fetch nfs://a nfs://b / https://github.com/x/y.git -> /out (ds)"
-    ]
+    assert (
+        task_commands(job, "w")
+        == [
+            "fetch nfs://a,nfs://b / https://github.com/x/y.git -> /out (ds)"  # joined as JavaScript joins a list
+        ]
+    )

@@ -80,7 +80,11 @@ def secret_variables(job: JobProtocol) -> dict[str, str]:
     for role in job.task_roles:
         for line in task_commands(job, role, secrets=False):
             for m in MARKER.finditer(line):
-                if m["scope"] == "secrets" and m["key"] not in found:
+                if m["scope"] == "secrets" and m["key"] and m["key"] not in found:
+                    try:
+                        lookup(job.secrets, m["key"])
+                    except KeyError:  # not declared: left in the command as written
+                        continue
                     var = SECRET_ENV_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", m["key"])
                     if var in found.values():
                         var = f"{var}_{len(found)}"
