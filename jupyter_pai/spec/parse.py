@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -17,6 +17,10 @@ from ..errors import FieldError, SpecError
 from .checks import check_job, job_warnings
 from .protocol import PATTERN_HELP, Deployment, JobProtocol, Prerequisite
 from .shortform import ShortForm, expand, is_short_form, short_path
+from .v1 import convert as convert_v1
+from .v1 import is_v1
+
+SourceFormat = Literal["v2", "short", "v1"]
 
 
 @dataclass
@@ -25,6 +29,10 @@ class ParsedJob:
     warnings: list[FieldError] = field(default_factory=list)
     #: True when the input was the short form (``image``, ``command``, ``gpus`` …).
     short_form: bool = False
+    #: What the user wrote: protocol v2, the short form, or an OpenPAI v1 JSON job.
+    format: SourceFormat = "v2"
+    #: The protocol-v2 document the job was validated from (expanded or converted).
+    document: dict[str, Any] = field(default_factory=dict)
 
 
 def load_document(source: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
@@ -102,6 +110,9 @@ def parse_job(
     """Validate a job; ``parameters``, ``virtual_cluster`` and ``name`` override the document
     (the CLI's ``--param``, ``--vc`` and the magics' options)."""
     doc = load_document(source)
+    converted = convert_v1(doc) if is_v1(doc) else None
+    if converted is not None:
+        doc = converted.doc
     short = is_short_form(doc)
     if name:
         doc["name"] = name
@@ -125,9 +136,12 @@ def parse_job(
         doc = expand(doc)
 
     def rename(errors: list[FieldError]) -> list[FieldError]:
-        if not short:
-            return errors
-        return [FieldError(short_path(source_doc, e.path), e.message) for e in errors]
+        """Paths as the user wrote the document (short-form keys, v1 fields)."""
+        if short:
+            return [FieldError(short_path(source_doc, e.path), e.message) for e in errors]
+        if converted is not None:
+            return [FieldError(converted.v1_path(e.path), e.message) for e in errors]
+        return errors
 
     try:
         job = JobProtocol.model_validate(doc)
@@ -137,7 +151,10 @@ def parse_job(
     if errors:
         raise SpecError(rename(errors))
     warnings = rename(unknown_fields(job) + job_warnings(job))
-    return ParsedJob(job=job, warnings=warnings, short_form=short)
+    if converted is not None:
+        warnings = converted.warnings + warnings
+    fmt: SourceFormat = "short" if short else "v1" if converted is not None else "v2"
+    return ParsedJob(job=job, warnings=warnings, short_form=short, format=fmt, document=doc)
 
 
 def parse_json(text: str | bytes) -> Any:

@@ -1,4 +1,4 @@
-"""JSON Schema of a job specification (protocol v2 or the short form), for editors and the
+"""JSON Schema of a job specification (protocol v2, the short form or OpenPAI v1 JSON), for editors and the
 side panel's YAML validation.
 
 The committed copy lives next to this module as ``job-schema.json`` (the labextension loads
@@ -19,14 +19,17 @@ from pydantic import TypeAdapter
 
 from .protocol import JobProtocol
 from .shortform import SHORT_ONLY_KEYS, ShortForm
+from .v1 import V1_JSON_SCHEMA
+
+V1_DEF = "OpenPAIv1Job"
 
 SCHEMA_ID = "https://jupyter-pai.readthedocs.io/schema/job-schema.json"
 SCHEMA_FILE = Path(__file__).with_name("job-schema.json")
 
 
 def job_schema() -> dict[str, Any]:
-    """``anyOf`` the protocol-v2 document (``$defs/JobProtocol``) and the short form
-    (``$defs/ShortForm``)."""
+    """``anyOf`` the protocol-v2 document (``$defs/JobProtocol``), the short form
+    (``$defs/ShortForm``) and OpenPAI's v1 JSON (``$defs/OpenPAIv1Job``)."""
     adapter: TypeAdapter[JobProtocol | ShortForm] = TypeAdapter(JobProtocol | ShortForm)
     schema = adapter.json_schema(by_alias=True, mode="validation")
     defs = schema["$defs"]
@@ -49,11 +52,12 @@ def job_schema() -> dict[str, Any]:
         {"not": {"anyOf": [{"required": ["protocolVersion"]}, {"required": ["taskRoles"]}]}},
         {"anyOf": [{"required": [key]} for key in SHORT_ONLY_KEYS]},
     ]
+    defs[V1_DEF] = V1_JSON_SCHEMA
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
-        "title": "jupyter-pai job (OpenPAI job protocol v2, or the short form)",
-        "anyOf": schema["anyOf"],
+        "title": "jupyter-pai job (OpenPAI job protocol v2, the short form, or OpenPAI v1 JSON)",
+        "anyOf": [*schema["anyOf"], {"$ref": f"#/$defs/{V1_DEF}"}],
         "$defs": defs,
     }
 

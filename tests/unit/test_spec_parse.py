@@ -31,9 +31,13 @@ def errors_of(source: object, **kwargs: object) -> list[str]:
 @pytest.mark.parametrize("path", example_files(), ids=lambda p: p.name)
 def test_examples_parse_without_warnings(path) -> None:  # type: ignore[no-untyped-def]
     parsed = parse_job(path.read_text())
-    assert parsed.warnings == []
+    v1 = path.name.startswith("openpai-v1")
+    # A v1 job says, once, that it was converted; nothing else.
+    expected = ["converted from an OpenPAI v1 job (jobName, a taskRoles list) to protocol v2"]
+    assert [str(w) for w in parsed.warnings] == (expected if v1 else [])
     assert isinstance(parsed.job, JobProtocol)
     assert parsed.short_form == path.name.startswith("short-form")
+    assert parsed.format == ("short" if parsed.short_form else "v1" if v1 else "v2")
 
 
 def test_defaults_are_filled_in() -> None:
