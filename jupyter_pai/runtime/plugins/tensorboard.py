@@ -1,0 +1,106 @@
+"""``tensorboard``: TensorBoard in the background on instance 0 of the first task role, on a
+declared port (label ``tensorboard``, so it is allocated like any port and listed in the
+task's ports and ``PAI_CONTAINER_HOST_tensorboard_PORT_LIST``).
+
+OpenPAI starts it on the ``port`` parameter outside its port scheduling; here the port is
+declared: on Kubernetes the given ``port`` is that label's number, on the local backend a
+free port replaces it (a warning says so)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import FieldError
+from ...spec.protocol import JobProtocol
+from ..shell import shell_word
+from ..uses import PluginUse
+from .base import LOCAL, Plugin, Sections
+
+LABEL = "tensorboard"
+PORT = f"${{PAI_CONTAINER_HOST_{LABEL}_PORT_LIST%%,*}}"
+
+
+def _port(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        return None
+    return port if 0 < port < 65536 else None
+
+
+def _logdirs(value: Any) -> dict[str, str] | None:
+    if isinstance(value, str) and value:
+        return {"logdir": value}
+    if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+        return {str(k): v for k, v in value.items()}
+    return None
+
+
+class Tensorboard(Plugin):
+    name = "tensorboard"
+
+    def errors(self, use: PluginUse) -> list[FieldError]:
+        p = use.parameters
+        errors: list[FieldError] = []
+        if _logdirs(p.get("logdir")) is None:
+            errors.append(
+                FieldError(
+                    use.field_path("logdir"),
+                    "runtime plugin tensorboard: needs logdir, {name: path} of the logs to show",
+                )
+            )
+        if p.get("port") is not None and _port(p["port"]) is None:
+            errors.append(
+                FieldError(
+                    use.field_path("port"), "runtime plugin tensorboard: must be a port number"
+                )
+            )
+        return errors
+
+    def warnings(self, use: PluginUse, job: JobProtocol, backend: str) -> list[FieldError]:
+        first = job.role_names[0]
+        if first not in use.roles:
+            return [
+                FieldError(
+                    use.path,
+                    f"runtime plugin tensorboard: runs only on instance 0 of the first task "
+                    f"role ({first}), which this entry leaves out, so TensorBoard never starts",
+                )
+            ]
+        port = _port(use.parameters.get("port"))
+        if backend == LOCAL and port is not None:
+            return [
+                FieldError(
+                    use.field_path("port"),
+                    f"runtime plugin tensorboard: the local backend gives TensorBoard a free "
+                    f"port instead of {port}; the task's ports list it as {LABEL!r}",
+                )
+            ]
+        return []
+
+    def ports(self, use: PluginUse, job: JobProtocol) -> dict[str, int | None]:
+        if use.role != job.role_names[0]:
+            return {}
+        return {LABEL: _port(use.parameters.get("port"))}
+
+    def sections(self, use: PluginUse, job: JobProtocol, backend: str) -> Sections:
+        if use.role != job.role_names[0]:
+            return Sections()
+        logdirs = _logdirs(use.parameters.get("logdir")) or {}
+        if len(logdirs) == 1:
+            logdir = "--logdir=" + shell_word(next(iter(logdirs.values())))
+        else:
+            logdir = "--logdir_spec=" + shell_word(",".join(f"{k}:{v}" for k, v in logdirs.items()))
+        # Locally the port is on this machine: serve this machine only. In a pod, every
+        # address (OpenPAI's --bind_all), so port-forward reaches it too.
+        bind = '--host "$PAI_CONTAINER_HOST_IP"' if backend == LOCAL else "--bind_all"
+        return Sections(
+            pre=[
+                'if [ "$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX" = 0 ]; then',
+                "  command -v tensorboard >/dev/null 2>&1 || pip install tensorboard",
+                f'  tensorboard {logdir} --port="{PORT}" {bind} &',
+                "fi",
+            ]
+        )
