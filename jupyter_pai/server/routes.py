@@ -8,6 +8,7 @@ import re
 from jupyter_server.utils import url_path_join
 
 from .handlers.base import PAIHandler
+from .handlers.convert import ConvertHandler
 from .handlers.info import ImagesHandler, InfoHandler, SchemaHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobsHandler
 from .handlers.logs import JobLogsHandler
@@ -20,6 +21,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("info", InfoHandler),
     ("images", ImagesHandler),
     ("schema", SchemaHandler),
+    ("convert", ConvertHandler),
     ("virtual-clusters", VirtualClustersHandler),
     ("jobs", JobsHandler),
     ("jobs/{job_id}", JobHandler),

@@ -10,8 +10,11 @@ from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel
 
 from ...backends.base import Backend
-from ...errors import PAIError
+from ...errors import BadRequest, PAIError
+from ...spec.parse import parse_json
 from ..context import PAIContext
+
+YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-yaml", "text/plain")
 
 
 class PAIHandler(APIHandler):
@@ -22,6 +25,24 @@ class PAIHandler(APIHandler):
 
     async def backend(self) -> Backend:
         return await self.pai.backend()
+
+    def job_source(self) -> Any:
+        """The request body as a job document: YAML text (``text/yaml``, or no type) or a
+        JSON object; ``parse_job`` says what is wrong with anything else."""
+        content_type = (
+            (self.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        )
+        body = self.request.body
+        if content_type == "application/json":
+            source = parse_json(body)
+            # Not an object: parse_job says what is wrong with it, in the words it uses for YAML.
+            return source if isinstance(source, dict) else body
+        if content_type in YAML_TYPES or not content_type:
+            return body
+        raise BadRequest(
+            f"unsupported Content-Type {content_type!r}: send the job as text/yaml or "
+            "application/json"
+        )
 
     def send_json(self, value: Any, status: int = 200) -> None:
         if isinstance(value, BaseModel):
