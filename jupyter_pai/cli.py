@@ -157,7 +157,7 @@ async def submit(backend: Backend, args: argparse.Namespace) -> int:
         virtual_cluster=args.vc,
         name=args.name,
     )
-    for w in parsed.warnings:
+    for w in parsed.warnings + backend.submission_warnings(parsed.job):
         print(f"warning: {w}", file=sys.stderr)
     job = await backend.submit(parsed.job)
     if not args.json:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from traitlets import Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from .. import runtime
+from ..errors import FieldError, SpecError
 from ..spec.protocol import JobProtocol
 from .models import (
     Info,
@@ -91,6 +93,17 @@ class Backend(LoggingConfigurable):
 
     @abc.abstractmethod
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]: ...
+
+    def submission_warnings(self, job: JobProtocol) -> list[FieldError]:
+        """What this backend will not run as the job wrote it (runtime plugins it ignores or
+        runs differently), for the warnings returned at submission."""
+        return runtime.submission_warnings(job, self.name)
+
+    def check_runtime_plugins(self, job: JobProtocol) -> None:
+        """Refuse plugin parameters OpenPAI's plugins would fail on (400 naming the field)."""
+        errors = runtime.plugin_errors(job)
+        if errors:
+            raise SpecError(errors)
 
     @abc.abstractmethod
     async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:

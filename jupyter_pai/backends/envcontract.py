@@ -1,8 +1,10 @@
-"""The environment every task instance gets, on every backend (design §3).
+"""The environment every task instance gets, on every backend (design §3), as OpenPAI's
+rest-server and runtime set it.
 
 Pure: a backend says where each instance lives (host) and which ports it holds; this module
 turns that into OpenPAI's variables and the torch.distributed ones, so local processes and
-Kubernetes pods see the same contract.
+Kubernetes pods see the same contract. ``PAI_WORK_DIR`` is not here: the task's script
+exports it (:func:`jupyter_pai.runtime.task_script`).
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..runtime import plugin_ports
 from ..spec.protocol import JobProtocol
 
-# The label of the port a task gets when its role declares none: OpenPAI's host lists are
-# ``host:port``, and a TensorFlow ps declares no ports yet appears in ``--ps_hosts``.
-DEFAULT_PORT_LABEL = "default"
+#: Labels every task gets unless its role declares them (OpenPAI adds both, in this order,
+#: after the declared ones): sshd listens on ``ssh``; host lists use ``http``.
+SSH_LABEL = "ssh"
+HTTP_LABEL = "http"
 
 
 @dataclass(frozen=True)
@@ -24,12 +28,10 @@ class Placement:
     host: str
     ports: Mapping[str, list[int]] = field(default_factory=dict)
 
-    @property
-    def first_port(self) -> int | None:
-        for ports in self.ports.values():
-            if ports:
-                return ports[0]
-        return None
+    def port(self, label: str) -> int | None:
+        """The first port of ``label``, if the task holds one."""
+        ports = self.ports.get(label) or []
+        return ports[0] if ports else None
 
 
 TaskKey = tuple[str, int]
@@ -41,9 +43,36 @@ def task_keys(job: JobProtocol) -> list[TaskKey]:
 
 
 def port_requests(job: JobProtocol, role: str) -> dict[str, int]:
-    """label → count of ports each instance of ``role`` needs (a default one if none declared)."""
-    declared = {k: v for k, v in job.task_roles[role].resource_per_instance.ports.items() if v > 0}
-    return declared or {DEFAULT_PORT_LABEL: 1}
+    """label → count of ports each instance of ``role`` needs, in OpenPAI's order: the
+    declared labels as written, then those runtime plugins need (``tensorboard``), then
+    ``ssh`` and ``http`` unless declared (a label declared with count 0 stays without)."""
+    declared = job.task_roles[role].resource_per_instance.ports
+    ports = {label: n for label, n in declared.items() if n > 0}
+    for label in [*plugin_ports(job, role), SSH_LABEL, HTTP_LABEL]:
+        if label not in declared:
+            ports.setdefault(label, 1)
+    return ports
+
+
+def port_list(ports: Mapping[str, list[int]]) -> str:
+    """``PAI_CONTAINER_HOST_PORT_LIST``: ``label:p1,p2;`` for every label, in order."""
+    return "".join(f"{label}:{','.join(str(p) for p in ps)};" for label, ps in ports.items())
+
+
+def parse_port_list(text: str) -> dict[str, list[int]]:
+    """The ports :func:`port_list` wrote (what a pod's environment says it holds)."""
+    ports: dict[str, list[int]] = {}
+    for item in text.split(";"):
+        label, sep, numbers = item.partition(":")
+        if sep and label:
+            ports[label] = [int(n) for n in numbers.split(",") if n.strip().isdigit()]
+    return ports
+
+
+def _shm_mb(job: JobProtocol, role: str) -> int:
+    # OpenPAI reports the shmMB the job wrote, else 0 (though /dev/shm is 512 MiB then).
+    options = job.task_roles[role].extra_container_options
+    return options.shm_mb if "shm_mb" in options.model_fields_set else 0
 
 
 def job_environment(
@@ -59,21 +88,20 @@ def job_environment(
     env: dict[str, str] = {}
     roles = job.role_names
     keys = task_keys(job)
-    env["PAI_JOB_NAME"] = job_id
+    env["PAI_JOB_NAME"] = env["PAI_FRAMEWORK_NAME"] = job_id
     env["PAI_USER_NAME"] = env["PAI_USERNAME"] = user
     env["PAI_VIRTUAL_CLUSTER"] = virtual_cluster
     env["PAI_DEFAULT_FS_URI"] = ""
     env["PAI_TASK_ROLE_COUNT"] = env["PAI_JOB_TASK_ROLE_COUNT"] = str(len(roles))
+    env["PAI_TASK_ROLES_NUM"] = str(len(roles))
     env["PAI_TASK_ROLE_LIST"] = env["PAI_JOB_TASK_ROLE_LIST"] = ",".join(roles)
-    env["PAI_JOB_TASK_COUNT"] = str(len(keys))
+    env["PAI_JOB_TASK_COUNT"] = env["PAI_TASKS_NUM"] = str(len(keys))
     env["PAI_TASK_ROLE_INSTANCES"] = ",".join(f"{r}:{i}" for r, i in keys)
     for role, spec in job.task_roles.items():
         res = spec.resource_per_instance
         cpu = int(res.cpu) if float(res.cpu).is_integer() else res.cpu
         env[f"PAI_TASK_ROLE_TASK_COUNT_{role}"] = str(spec.instances)
-        env[f"PAI_RESOURCE_{role}"] = (
-            f"{res.gpu},{cpu},{res.memory_mb},{spec.extra_container_options.shm_mb}"
-        )
+        env[f"PAI_RESOURCE_{role}"] = f"{res.gpu},{cpu},{res.memory_mb},{_shm_mb(job, role)}"
         env[f"PAI_MIN_FAILED_TASK_COUNT_{role}"] = str(spec.min_failed)
         env[f"PAI_MIN_SUCCEEDED_TASK_COUNT_{role}"] = str(spec.min_succeeded)
         hosts = []
@@ -84,7 +112,7 @@ def job_environment(
                 joined = ",".join(str(p) for p in ports)
                 env[f"PAI_PORT_LIST_{role}_{i}_{label}"] = joined
                 env[f"PAI_{role}_{i}_{label}_PORT"] = joined
-            port = place.first_port
+            port = place.port(HTTP_LABEL)
             hosts.append(f"{place.host}:{port}" if port is not None else place.host)
         env[f"PAI_TASK_ROLE_{role}_HOST_LIST"] = ",".join(hosts)
     first = placements[keys[0]]
@@ -108,11 +136,15 @@ def task_environment(
     env["PAI_CURRENT_TASK_ROLE_NAME"] = role
     env["PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"] = str(index)
     env["PAI_TASK_INDEX"] = str(index)
-    env["PAI_CURRENT_CONTAINER_IP"] = place.host
-    if place.first_port is not None:
-        env["PAI_CURRENT_CONTAINER_PORT"] = str(place.first_port)
+    env["PAI_CURRENT_CONTAINER_IP"] = env["PAI_CONTAINER_HOST_IP"] = place.host
+    http, ssh = place.port(HTTP_LABEL), place.port(SSH_LABEL)
+    if http is not None:
+        env["PAI_CURRENT_CONTAINER_PORT"] = env["PAI_CONTAINER_HOST_PORT"] = str(http)
+    if ssh is not None:
+        env["PAI_CONTAINER_SSH_PORT"] = str(ssh)
     for label, ports in place.ports.items():
         env[f"PAI_CONTAINER_HOST_{label}_PORT_LIST"] = ",".join(str(p) for p in ports)
+    env["PAI_CONTAINER_HOST_PORT_LIST"] = port_list(place.ports)
     env["RANK"] = str(task_keys(job).index((role, index)))
     # Each task is its own "node" with only its own GPUs visible, so rank within it is 0.
     env["LOCAL_RANK"] = "0"

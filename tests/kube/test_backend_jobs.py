@@ -150,6 +150,19 @@ async def test_distributed_job_runs_with_the_contract_and_reaches_the_ps(
         assert lines["PAI_CURRENT_CONTAINER_IP"] == done.tasks[1 + i].ip
         ps_list = lines["PAI_TASK_ROLE_ps_HOST_LIST"]
         assert lines["MASTER_ADDR"] == ps_list.split(":")[0]
+        # OpenPAI's ports: every task holds ssh and http; host lists use http.
+        ports = done.tasks[1 + i].ports
+        assert list(ports) == ["ssh", "http"]
+        assert ps_list.split(":")[1] == str(done.tasks[0].ports["http"][0])
+        assert lines["PAI_CURRENT_CONTAINER_PORT"] == str(ports["http"][0])
+        assert lines["PAI_CONTAINER_SSH_PORT"] == str(ports["ssh"][0])
+        assert lines["PAI_CONTAINER_HOST_IP"] == done.tasks[1 + i].ip
+        assert lines["PAI_CONTAINER_HOST_PORT_LIST"] == (
+            f"ssh:{ports['ssh'][0]};http:{ports['http'][0]};"
+        )
+        assert lines["PAI_FRAMEWORK_NAME"] == "alice~dist" and lines["PAI_TASKS_NUM"] == "4"
+        assert lines["PAI_RESOURCE_worker"] == "1,1,256,0"
+        assert lines["PAI_WORK_DIR"]
         env_hosts = env_hosts or ps_list
         assert f"connected to {ps_list.split(':')[0]} {ps_list.split(':')[1]}" in log
         assert "token=******" in log and "s3cr3t-value" not in log

@@ -82,8 +82,11 @@ async def test_ps_and_workers_get_the_environment_contract_and_reach_each_other(
     logs = {key: await pai.log(job_id, role=key[0], index=key[1]) for key in tasks}
     envs = {key: parse_env(log) for key, log in logs.items()}
 
-    detail_port = {key: t["ports"]["default"][0] for key, t in tasks.items()}
-    assert len(set(detail_port.values())) == 4, detail_port  # no two tasks share a port
+    # Every task holds an ssh and an http port (OpenPAI's); host lists use the http one.
+    assert all(list(t["ports"]) == ["ssh", "http"] for t in tasks.values()), tasks
+    detail_port = {key: t["ports"]["http"][0] for key, t in tasks.items()}
+    ssh_port = {key: t["ports"]["ssh"][0] for key, t in tasks.items()}
+    assert len({*detail_port.values(), *ssh_port.values()}) == 8  # no two share a port
     worker_hosts = [f"127.0.0.1:{detail_port[('worker', i)]}" for i in range(3)]
     ps_hosts = [f"127.0.0.1:{detail_port[('ps', 0)]}"]
 
@@ -91,12 +94,25 @@ async def test_ps_and_workers_get_the_environment_contract_and_reach_each_other(
         assert env["PAI_TASK_ROLE_worker_HOST_LIST"].split(",") == worker_hosts, env
         assert env["PAI_TASK_ROLE_ps_HOST_LIST"].split(",") == ps_hosts, env
         for i in range(3):
-            assert env[f"PAI_PORT_LIST_worker_{i}_default"] == str(detail_port[("worker", i)])
+            assert env[f"PAI_PORT_LIST_worker_{i}_http"] == str(detail_port[("worker", i)])
             assert env[f"PAI_HOST_IP_worker_{i}"] == "127.0.0.1"
-        assert env["PAI_PORT_LIST_ps_0_default"] == str(detail_port[("ps", 0)])
+        assert env["PAI_PORT_LIST_ps_0_http"] == str(detail_port[("ps", 0)])
+        assert env["PAI_PORT_LIST_ps_0_ssh"] == str(ssh_port[("ps", 0)])
         assert env["PAI_CURRENT_TASK_ROLE_NAME"] == role
         assert env["PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"] == str(index)
         assert env["PAI_CURRENT_CONTAINER_PORT"] == str(detail_port[(role, index)])
+        assert env["PAI_CONTAINER_HOST_PORT"] == str(detail_port[(role, index)])
+        assert env["PAI_CONTAINER_SSH_PORT"] == str(ssh_port[(role, index)])
+        assert env["PAI_CONTAINER_HOST_IP"] == env["PAI_CURRENT_CONTAINER_IP"] == "127.0.0.1"
+        assert env["PAI_CONTAINER_HOST_PORT_LIST"] == (
+            f"ssh:{ssh_port[(role, index)]};http:{detail_port[(role, index)]};"
+        )
+        # The task runs in the server's root directory; the script exports it.
+        assert env["PAI_WORK_DIR"] == str(pai.root_dir)
+        assert env["PAI_FRAMEWORK_NAME"] == job_id
+        assert (env["PAI_TASKS_NUM"], env["PAI_TASK_ROLES_NUM"]) == ("4", "2")
+        # shmMB as OpenPAI reports it: what the job wrote, else 0.
+        assert env["PAI_RESOURCE_worker"] == "1,1,256,0"
         assert env["PAI_TASK_ROLE_TASK_COUNT_worker"] == "3"
         assert env["PAI_TASK_ROLE_TASK_COUNT_ps"] == "1"
         assert env["PAI_TASK_ROLE_LIST"] == "ps,worker"

@@ -192,8 +192,13 @@ def test_per_role_template_gives_each_instance_its_contract(flavor_name: str) ->
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
     ps_host = flavor.peer_host(names, "ps", 0)
     assert "rank=3 index=2 tok=hunter2-secret" in out  # ps is rank 0, worker 2 rank 3
-    assert f"world=4 ps={ps_host}:30000 ip=10.0.0.3" in out
+    # Host lists use each task's http port: ps declares none, so it gets ssh 30000, http 30001.
+    assert f"world=4 ps={ps_host}:30001 ip=10.0.0.3" in out
     assert "sub=sub-shell task=2 http=30000,30001" in out
+    assert env["PAI_CONTAINER_HOST_IP"] == "10.0.0.3"
+    assert env["PAI_CONTAINER_SSH_PORT"] == "30002" and env["PAI_CONTAINER_HOST_PORT"] == "30000"
+    assert env["PAI_CONTAINER_HOST_PORT_LIST"] == "http:30000,30001;ssh:30002;"
+    assert env["PAI_RESOURCE_worker"] == "1,2,2048,256" and env["PAI_RESOURCE_ps"] == "0,1,512,0"
     assert env["MASTER_ADDR"] == ps_host and env["MASTER_PORT"] == "29500"
     assert env["PAI_TASK_ROLE_worker_HOST_LIST"] == ",".join(
         f"{flavor.peer_host(names, 'worker', i)}:30000" for i in range(3)

@@ -1,7 +1,7 @@
 """The examples run as plain local processes (no GPU, no ML framework needed).
 
 Each task gets the environment contract from :mod:`jupyter_pai.backends.envcontract` and
-runs its rendered commands as one ``set -e`` bash script, the way the local backend does.
+runs the script :func:`jupyter_pai.runtime.task_script` writes, the way the local backend does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from jupyter_pai.backends.envcontract import (
     task_environment,
     task_keys,
 )
-from jupyter_pai.spec import parse_job, redact, secret_values, task_commands
+from jupyter_pai.runtime import task_script
+from jupyter_pai.spec import parse_job, redact, secret_values
 from tests.spec_corpus import example_files
 
 EXPECTED_OUTPUT = {
@@ -32,6 +33,12 @@ EXPECTED_OUTPUT = {
     "pytorch-ddp-torchrun.yaml": ["all 2 ranks met", "--nnodes=2 --node_rank=1"],
     "cpu-only.yaml": ["shard 4/4: 1000 records", "[post] shard 3 finished"],
     "short-form.yaml": ["hello from worker 1 (rank 1 of 2)", "peers: 127.0.0.1:"],
+    "openpai-v1-ps-worker.json": [
+        "ps: all 2 workers reported",
+        "ps got worker 1 model resnet20",
+        "worker 0: data=/tmp/openpai-v1/data model=resnet20",
+        "ps 0: data=/tmp/openpai-v1/data output=/tmp/openpai-v1/output model=resnet20 batch_size=32",
+    ],
 }
 
 
@@ -84,7 +91,7 @@ def test_example_runs_as_local_processes(path: Path, tmp_path: Path) -> None:
             **task_environment(job, shared, role=role, index=index, placements=placements),
         }
         script = tmp_path / f"{role}-{index}.sh"
-        script.write_text("set -e\n" + "\n".join(task_commands(job, role)) + "\n")
+        script.write_text(task_script(job, role, backend="local"))
         procs.append(
             (
                 role,

@@ -422,6 +422,7 @@ class KubernetesBackend(Backend):
                 node=t.node,
                 ip=t.ip,
                 gpu_number=t.gpus,
+                ports=t.ports,
                 exit_code=t.exit_code,
                 exit_reason=t.exit_reason,
                 retries=t.retries,
@@ -579,6 +580,7 @@ class KubernetesBackend(Backend):
 
     async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:
         self.cache.check()
+        self.check_runtime_plugins(job)
         await self._check_submission(job)
         names = make_names(job, self.user)
         if self.cache["primary"].by_index(names.job_id):

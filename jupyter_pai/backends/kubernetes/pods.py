@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...runtime import plugin_ports, task_script
 from ...spec.protocol import JobProtocol
-from ...spec.render import task_commands
 from ...spec.templating import MARKER, as_text, lookup
 from ..envcontract import Placement, TaskKey, job_environment, port_requests, task_keys
 from ..envcontract import task_environment as contract_task_environment
@@ -18,6 +18,8 @@ from .naming import ANN_JOB_ID, LABEL_INDEX, LABEL_JOB, LABEL_ROLE, JobNames, ba
 Manifest = dict[str, Any]
 PeerHost = Callable[[JobNames, str, int], str]
 
+#: What the runtime plugins know this backend as.
+BACKEND = "kubernetes"
 GPU_RESOURCE = "nvidia.com/gpu"
 SECRET_ENV_PREFIX = "PAI_SECRET_"
 #: Variables that differ between instances of a role; a per-role template reads them from
@@ -26,6 +28,7 @@ PER_INSTANCE = (
     "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX",
     "PAI_TASK_INDEX",
     "PAI_CURRENT_CONTAINER_IP",
+    "PAI_CONTAINER_HOST_IP",
     "RANK",
     "GROUP_RANK",
 )
@@ -54,12 +57,27 @@ def default_peer_host(names: JobNames, role: str, index: int) -> str:
 
 
 def role_ports(job: JobProtocol, role: str, first_port: int) -> dict[str, list[int]]:
-    """Fixed ports per label (each pod has its own IP, so every instance may use the same)."""
+    """Fixed ports per label in the contract's order (each pod has its own IP, so every
+    instance may use the same): the number a plugin asks for (``tensorboard``'s ``port``),
+    the others counted up from ``first_port`` around those."""
+    requests = port_requests(job, role)
+    asked = {
+        label: n
+        for label, n in plugin_ports(job, role).items()
+        if n is not None and requests.get(label) == 1
+    }
+    taken = set(asked.values())
     ports: dict[str, list[int]] = {}
     nxt = first_port
-    for label, count in sorted(port_requests(job, role).items()):
-        ports[label] = list(range(nxt, nxt + count))
-        nxt += count
+    for label, count in requests.items():
+        if label in asked:
+            ports[label] = [asked[label]]
+            continue
+        ports[label] = []
+        while len(ports[label]) < count:
+            if nxt not in taken:
+                ports[label].append(nxt)
+            nxt += 1
     return ports
 
 
@@ -75,20 +93,23 @@ def placements(
 
 
 def secret_variables(job: JobProtocol) -> dict[str, str]:
-    """Secret key → the variable holding it, for every secret the commands reference."""
+    """Secret key → the variable holding it, for every declared secret the task scripts
+    (commands and runtime plugins) reference."""
     found: dict[str, str] = {}
     for role in job.task_roles:
-        for line in task_commands(job, role, secrets=False):
-            for m in MARKER.finditer(line):
-                if m["scope"] == "secrets" and m["key"] and m["key"] not in found:
-                    try:
-                        lookup(job.secrets, m["key"])
-                    except KeyError:  # not declared: left in the command as written
-                        continue
-                    var = SECRET_ENV_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", m["key"])
-                    if var in found.values():
-                        var = f"{var}_{len(found)}"
-                    found[m["key"]] = var
+        script = task_script(job, role, backend=BACKEND, secrets=False)
+        for m in MARKER.finditer(script):
+            key = m["key"]
+            if m["scope"] != "secrets" or not key or key in found:
+                continue
+            try:
+                lookup(job.secrets, key)
+            except KeyError:
+                continue  # left as written, as OpenPAI leaves what resolves to nothing
+            var = SECRET_ENV_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", key)
+            if var in found.values():
+                var = f"{var}_{len(found)}"
+            found[key] = var
     return found
 
 
@@ -120,21 +141,21 @@ def headless_service(names: JobNames, labels: dict[str, str]) -> Manifest:
 
 
 def role_script(job: JobProtocol, role: str, secret_vars: dict[str, str]) -> str:
-    """``set -e``, the rank (computed from the index the pod learns at run time), then the
-    commands with ``<% $secrets.x %>`` as ``${PAI_SECRET_x}`` so no value is in the pod."""
+    """The task's script (:func:`jupyter_pai.runtime.task_script`) after the rank, computed
+    from the index the pod learns at run time, with ``<% $secrets.x %>`` as
+    ``${PAI_SECRET_x}`` so no value is in the pod."""
 
     def secret_ref(m: re.Match[str]) -> str:
-        if m["scope"] != "secrets":
+        if m["scope"] != "secrets" or m["key"] not in secret_vars:
             return m.group(0)
         return "${" + secret_vars[m["key"]] + "}"
 
-    lines = [MARKER.sub(secret_ref, line) for line in task_commands(job, role, secrets=False)]
     prelude = [
-        "set -e",
         'export RANK="$((PAI_RANK_OFFSET + PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX))"',
         'export GROUP_RANK="$RANK"',
     ]
-    return "\n".join([*prelude, *lines]) + "\n"
+    script = task_script(job, role, backend=BACKEND, secrets=False, prelude=prelude)
+    return MARKER.sub(secret_ref, script)
 
 
 def k8s_escape(text: str) -> str:
@@ -183,6 +204,7 @@ def task_env(
             "name": "PAI_CURRENT_CONTAINER_IP",
             "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
         },
+        {"name": "PAI_CONTAINER_HOST_IP", "value": "$(PAI_CURRENT_CONTAINER_IP)"},
     ]
     secrets = [
         {"name": var, "valueFrom": {"secretKeyRef": {"name": names.secret, "key": var}}}

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...spec.protocol import JobProtocol
 from ..completion import decide
+from ..envcontract import parse_port_list
 from ..models import JobState, TaskState
 from .naming import ANN_OUTCOME, ANN_STOP, JobNames
 
@@ -50,6 +51,8 @@ class Task:
     started: datetime | None = None
     completed: datetime | None = None
     pod: str | None = None
+    #: label → ports, as the pod's environment contract says.
+    ports: dict[str, list[int]] = field(default_factory=dict)
     # The failed pods this one replaced, oldest first: attempts 0, 1, … of the task.
     earlier_pods: list[str] = field(default_factory=list)
 
@@ -115,6 +118,15 @@ def _created(pod: Obj) -> str:
     return str((pod.get("metadata") or {}).get("creationTimestamp") or "")
 
 
+def pod_ports(pod: Obj) -> dict[str, list[int]]:
+    """The ports the pod's task holds, from ``PAI_CONTAINER_HOST_PORT_LIST`` in its env."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for var in container.get("env") or []:
+            if var.get("name") == "PAI_CONTAINER_HOST_PORT_LIST" and "value" in var:
+                return parse_port_list(str(var["value"]))
+    return {}
+
+
 def tasks_from_pods(
     job: JobProtocol,
     names: JobNames,
@@ -143,6 +155,7 @@ def tasks_from_pods(
                 task.state = pod_task_state(pod)
                 task.node = (pod.get("spec") or {}).get("nodeName")
                 task.ip = status.get("podIP")
+                task.ports = pod_ports(pod)
                 task.started = parse_time(status.get("startTime"))
                 task.earlier_pods = [
                     p["metadata"]["name"]

@@ -247,6 +247,7 @@ class LocalBackend(Backend):
     # -- submit and stop -----------------------------------------------------------------
 
     async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:
+        self.check_runtime_plugins(job)
         self._check_fits(job)
         rec = new_record(job, self.user, working_dir or os.getcwd())
         await asyncio.to_thread(self._create, rec, job)
@@ -293,7 +294,9 @@ class LocalBackend(Backend):
                     f"job name {rec.name!r} is taken; choose another, e.g. {self._free_name(rec)!r}",
                     [FieldError("name", "is already used by another of your jobs")],
                 )
-            spec = job.model_dump(mode="json", by_alias=True, exclude_none=True)
+            # As written (defaults are filled in again when read): what the job left unset
+            # stays unset for the task's environment (PAI_RESOURCE_<role>'s shmMB).
+            spec = job.model_dump(mode="json", by_alias=True, exclude_unset=True)
             self.store.create_job(rec, spec)
             self.store.write_active([*self.store.active_ids(), rec.id])
             self.store.add_event(

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from ...runtime import task_script
+from ...runtime.plugins import LOCAL
 from ...spec.protocol import JobProtocol
-from ...spec.render import task_commands
 from ..completion import Decision, decide
 from ..envcontract import Placement, job_environment, task_environment
 from ..models import JobState, TaskState
@@ -159,8 +160,7 @@ class Supervisor:
         run_dir = self.store.job_dir(rec.id) / "run"
         run_dir.mkdir(exist_ok=True, mode=0o700)
         script = run_dir / f"{task.key}.sh"
-        lines = task_commands(self.spec, task.role)
-        script.write_text("set -e\n" + "\n".join(lines) + "\n")
+        script.write_text(task_script(self.spec, task.role, backend=LOCAL))
         script.chmod(0o700)
         log_path = self.store.log_path(rec.id, task.role, task.index)
         self._rotate(log_path)

@@ -59,7 +59,8 @@ class JobsHandler(PAIHandler):
         backend = await self.backend()
         job = await backend.submit(parsed.job, working_dir=self.pai.working_dir)
         body_json = job.model_dump(mode="json", by_alias=True)
-        body_json["warnings"] = [w.to_json() for w in parsed.warnings]
+        warnings = parsed.warnings + backend.submission_warnings(parsed.job)
+        body_json["warnings"] = [w.to_json() for w in warnings]
         self.set_header("Location", self.request.path.rstrip("/") + "/" + job.id)
         self.send_json(body_json, status=201)
 
