@@ -91,3 +91,18 @@ def test_vcs_and_stop(cli, tmp_path: Path) -> None:
     job_id = json.loads(cli("jobs", "--json").stdout)["jobs"][0]["id"]
     stopped = json.loads(cli("stop", job_id, "--json").stdout)
     assert stopped["state"] in ("STOPPING", "STOPPED")
+
+
+def test_submit_prints_what_the_backend_will_not_run(cli, tmp_path: Path) -> None:
+    (tmp_path / "plugins.yaml").write_text(
+        "protocolVersion: 2\nname: plugins\ntype: job\n"
+        "taskRoles: {main: {commands: ['echo ran']}}\n"
+        "extras:\n  com.microsoft.pai.runtimeplugin:\n"
+        "    - {plugin: teamwise_storage, parameters: {storageConfigNames: [PAI_SHARE]}}\n"
+    )
+    done = cli("submit", "plugins.yaml", "--wait")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "warning: extras.com.microsoft.pai.runtimeplugin.0: runtime plugin teamwise_storage "
+        "is deprecated in OpenPAI"
+    ) in done.stderr
