@@ -10,6 +10,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type {
+  ConvertResult,
   ErrorBody,
   FieldError,
   Image,
@@ -334,6 +335,26 @@ export class PAIClient {
   submitJob(spec: string | Record<string, any>): Promise<JobDetail> {
     const isText = typeof spec === 'string';
     return this.request<JobDetail>('jobs', {
+      method: 'POST',
+      body: isText ? spec : JSON.stringify(spec),
+      headers: {
+        'Content-Type': isText ? 'text/yaml' : 'application/json'
+      }
+    });
+  }
+
+  /**
+   * The protocol-v2 document a job stands for, without submitting it: YAML or
+   * JSON text (sent as `text/yaml`; JSON is YAML) or an object. The server
+   * converts OpenPAI v1 jobs and expands the short form, so the panel has no
+   * converter of its own.
+   *
+   * @throws PAIRequestError a 400 whose `errors` name the fields as written
+   *   (`taskRoles.0.gpuType` for a v1 job).
+   */
+  convertJob(spec: string | Record<string, any>): Promise<ConvertResult> {
+    const isText = typeof spec === 'string';
+    return this.request<ConvertResult>('convert', {
       method: 'POST',
       body: isText ? spec : JSON.stringify(spec),
       headers: {

@@ -200,6 +200,20 @@ export interface ErrorBody {
   errors: FieldError[];
 }
 
+/** The forms a job can be written in: protocol v2, the short form, OpenPAI v1 JSON. */
+export const JOB_FORMATS = ['v2', 'short', 'v1'] as const;
+export type JobFormat = (typeof JOB_FORMATS)[number];
+
+/** What `POST convert` answers: the protocol-v2 document a job stands for. */
+export interface ConvertResult {
+  /** The form the job was written in. */
+  format: JobFormat;
+  /** The protocol-v2 document (secrets shown as `******`). */
+  job: Record<string, any>;
+  /** Ignored fields, "converted from an OpenPAI v1 job", unresolved markers… */
+  warnings: FieldError[];
+}
+
 /** What the log endpoint's query selects. */
 export interface LogQuery {
   role: string;
@@ -335,4 +349,16 @@ export const MODEL_FIELDS = {
     type: true,
     entries: true
   } satisfies Fields<StorageListing>
+};
+
+/**
+ * Responses the server describes inline in `openapi.yaml` rather than as a
+ * component: `POST convert`. A test checks these against it too.
+ */
+export const RESPONSE_FIELDS = {
+  ConvertResult: {
+    format: true,
+    job: true,
+    warnings: true
+  } satisfies Fields<ConvertResult>
 };

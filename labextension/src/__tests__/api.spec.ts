@@ -5,7 +5,13 @@ import {
   queryString,
   requestAPI
 } from '../api';
-import type { Info, JobDetail, JobSummary, VirtualCluster } from '../models';
+import type {
+  ConvertResult,
+  Info,
+  JobDetail,
+  JobSummary,
+  VirtualCluster
+} from '../models';
 import { FakeServer, jsonResponse } from './fakeserver';
 
 const INFO: Info = {
@@ -184,6 +190,40 @@ describe('PAIClient', () => {
       protocolVersion: 2,
       name: 'a'
     });
+  });
+
+  it('converts a job without submitting it (POST convert)', async () => {
+    const answer: ConvertResult = {
+      format: 'v1',
+      job: { protocolVersion: 2, name: 'old', taskRoles: {} },
+      warnings: [{ path: '', message: 'converted from an OpenPAI v1 job' }]
+    };
+    const server = new FakeServer().json('POST', 'pai/api/convert', answer);
+    const client = new PAIClient(server.settings);
+    const text = '{"jobName": "old", "image": "i", "taskRoles": []}';
+    expect(await client.convertJob(text)).toEqual(answer);
+    await client.convertJob({ jobName: 'old' });
+    expect(server.requests[0].method).toBe('POST');
+    expect(server.requests[0].headers.get('Content-Type')).toBe('text/yaml');
+    expect(server.requests[0].body).toBe(text);
+    expect(server.requests[1].headers.get('Content-Type')).toBe(
+      'application/json'
+    );
+    expect(JSON.parse(server.requests[1].body)).toEqual({ jobName: 'old' });
+  });
+
+  it('reports a job the converter refuses with its v1 fields', async () => {
+    const body = {
+      message: 'invalid job specification: gpuType: cannot be converted',
+      errors: [{ path: 'gpuType', message: 'cannot be converted' }]
+    };
+    const server = new FakeServer().json('POST', 'pai/api/convert', body, 400);
+    const error = await new PAIClient(server.settings)
+      .convertJob('{"jobName": "g", "gpuType": "V100"}')
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PAIRequestError);
+    expect((error as PAIRequestError).status).toBe(400);
+    expect((error as PAIRequestError).errors).toEqual(body.errors);
   });
 
   it('encodes job ids and stops with DELETE', async () => {

@@ -7,7 +7,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { parse } from 'yaml';
 
-import { JOB_STATES, MODEL_FIELDS, TASK_STATES } from '../models';
+import {
+  JOB_FORMATS,
+  JOB_STATES,
+  MODEL_FIELDS,
+  RESPONSE_FIELDS,
+  TASK_STATES
+} from '../models';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const openapi = parse(
@@ -41,6 +47,19 @@ describe('models mirror the server one to one', () => {
     );
   });
 
+  it("has POST convert's answer, which the server describes inline", () => {
+    const answer =
+      openapi.paths['/convert'].post.responses['200'].content[
+        'application/json'
+      ].schema;
+    expect(Object.keys(RESPONSE_FIELDS.ConvertResult).sort()).toEqual(
+      Object.keys(answer.properties).sort()
+    );
+    expect([...JOB_FORMATS].sort()).toEqual(
+      [...answer.properties.format.enum].sort()
+    );
+  });
+
   it('calls every API path the server serves', () => {
     const paths = Object.keys(openapi.paths).map((p: string) =>
       p.replace(/^\/pai\/api\//, '').replace(/^\//, '')
@@ -49,6 +68,7 @@ describe('models mirror the server one to one', () => {
       'info',
       'images',
       'schema',
+      'convert',
       'virtual-clusters',
       'jobs',
       'jobs/{job_id}',
