@@ -15,11 +15,12 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { PAIClient } from './api';
 import { JobDetailPanel, jobWidgetId } from './jobdetail';
-import { JOB_FILE, jobFileToForm } from './jobfile';
+import { importJobFile, importNotice, JOB_FILE, JobFileError } from './jobfile';
 import { cloneJob, stopJob } from './jobslist';
 import type { JobSummary } from './models';
 import {
   DEFAULT_SETTINGS,
+  describeError,
   IPAISettings,
   PAIModel,
   type PanelSection
@@ -186,11 +187,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
             content: true,
             format: 'text'
           });
-          model.requestForm(jobFileToForm(path, file.content as string));
+          const imported = await importJobFile(
+            path,
+            file.content as string,
+            text => model.client.convertJob(text)
+          );
+          model.requestForm(imported.form);
           show('launch');
+          const notice = importNotice(path, imported);
+          if (imported.format !== 'v2' || notice.type === 'warning') {
+            Notification.emit(notice.message, notice.type, {
+              autoClose: notice.autoClose
+            });
+          }
         } catch (error) {
+          // A JobFileError names the file and each field it is about.
           Notification.error(
-            `Could not open ${path}: ${(error as Error).message}`,
+            error instanceof JobFileError
+              ? error.message
+              : `Could not open ${path}: ${describeError(error)}`,
             { autoClose: false }
           );
         }

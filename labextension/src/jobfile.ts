@@ -1,25 +1,158 @@
+/**
+ * Job files into the launch form, for the Import button and the file
+ * browser's "Open in PAI Launch Form" alike. Protocol-v2 jobs load as they
+ * are; OpenPAI v1 JSON jobs go through the server's converter (`POST
+ * convert`), the one conversion both the panel and `POST jobs` use.
+ */
+
+import { PAIRequestError } from './api';
+import { isOpenPAIv1 } from './jobformat';
+import type { ConvertResult, FieldError, JobFormat } from './models';
 import { specToForm, yamlToSpec, type JobForm } from './spec';
 
 /** File names the launch form can open: OpenPAI job files are YAML or JSON. */
 export const JOB_FILE = /\.(ya?ml|json)$/i;
 
+/** The server's converter (`PAIClient.convertJob`): job text → protocol v2. */
+export type JobConverter = (text: string) => Promise<ConvertResult>;
+
+/** A job file in the form, and what the user should be told about it. */
+export interface ImportedJob {
+  form: JobForm;
+  /** The form the file was written in. */
+  format: JobFormat;
+  /** The converter's warnings ("converted from an OpenPAI v1 job", …). */
+  warnings: FieldError[];
+}
+
 /**
- * A job file's text as a launch form, or an error saying why it is not one
- * (the form edits protocol-v2 jobs; a short-form file can still be submitted as is).
+ * Why a file cannot be opened in the form. `errors` name the fields as the
+ * file writes them (`taskRoles[0].gpuType`), when the converter said.
  */
-export function jobFileToForm(path: string, text: string): JobForm {
-  let spec: unknown;
+export class JobFileError extends Error {
+  constructor(
+    message: string,
+    readonly errors: FieldError[] = []
+  ) {
+    super(message);
+    this.name = 'JobFileError';
+    Object.setPrototypeOf(this, JobFileError.prototype);
+  }
+}
+
+/** `taskRoles.0.portList.0.beginAt` → `taskRoles[0].portList[0].beginAt`, as JSON reads. */
+export function displayPath(path: string): string {
+  return path.replace(/\.(\d+)(?=\.|$)/g, '[$1]');
+}
+
+/** Field errors or warnings in words: `path: message; path: message`. */
+export function describeFieldErrors(errors: FieldError[]): string {
+  return errors
+    .map(e => (e.path ? `${displayPath(e.path)}: ${e.message}` : e.message))
+    .join('; ');
+}
+
+/** A job file's text as a mapping; JSON files are read as JSON. */
+export function parseJobFile(
+  path: string,
+  text: string
+): Record<string, unknown> {
+  const isJson = /\.json$/i.test(path);
   try {
-    spec = /\.json$/i.test(path) ? JSON.parse(text) : yamlToSpec(text);
+    return isJson ? parseJsonObject(text) : yamlToSpec(text);
   } catch (error) {
-    throw new Error(
-      `${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(error as Error).message}`
+    throw new JobFileError(
+      `${path} is not valid ${isJson ? 'JSON' : 'YAML'}: ${(error as Error).message}`
     );
   }
-  if (!spec || typeof spec !== 'object' || !('taskRoles' in spec)) {
-    throw new Error(
-      `${path} has no taskRoles: the form opens OpenPAI protocol-v2 jobs`
+}
+
+function parseJsonObject(text: string): Record<string, unknown> {
+  const value: unknown = JSON.parse(text);
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new Error('a job is a JSON object (jobName, taskRoles…)');
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * A parsed job as a launch form. `text` is what the user wrote, sent to the
+ * converter as is for a v1 job so its errors point into it.
+ *
+ * @throws JobFileError for a job the form cannot open, with the converter's
+ *   field errors for a v1 job it refused; PAIRequestError when the server
+ *   could not be asked.
+ */
+export async function importJob(
+  name: string,
+  doc: Record<string, unknown>,
+  text: string,
+  convert: JobConverter
+): Promise<ImportedJob> {
+  if (isOpenPAIv1(doc)) {
+    let result: ConvertResult;
+    try {
+      result = await convert(text);
+    } catch (error) {
+      if (error instanceof PAIRequestError && error.status === 400) {
+        throw new JobFileError(
+          `${name} cannot be converted from OpenPAI v1: ` +
+            (error.errors.length
+              ? describeFieldErrors(error.errors)
+              : error.message),
+          error.errors
+        );
+      }
+      throw error;
+    }
+    return {
+      form: specToForm(result.job),
+      format: 'v1',
+      warnings: result.warnings ?? []
+    };
+  }
+  const roles = doc.taskRoles;
+  if (!roles || typeof roles !== 'object' || Array.isArray(roles)) {
+    throw new JobFileError(
+      `${name} has no taskRoles: the form opens OpenPAI protocol-v2 and v1 jobs`
     );
   }
-  return specToForm(spec as Record<string, any>);
+  return { form: specToForm(doc), format: 'v2', warnings: [] };
+}
+
+/** A job file's text as a launch form (see `importJob`). */
+export async function importJobFile(
+  path: string,
+  text: string,
+  convert: JobConverter
+): Promise<ImportedJob> {
+  return importJob(path, parseJobFile(path, text), text, convert);
+}
+
+const CONVERTED = /OpenPAI v1/;
+
+/**
+ * What to tell the user once a file is in the form: that a v1 job was
+ * converted, and any other warning (a warning then, not just news).
+ */
+export function importNotice(
+  name: string,
+  imported: ImportedJob
+): { type: 'info' | 'warning'; message: string; autoClose: number | false } {
+  const notes = imported.warnings.filter(
+    w => !(imported.format === 'v1' && !w.path && CONVERTED.test(w.message))
+  );
+  const parts: string[] = [];
+  if (imported.format === 'v1') {
+    parts.push('converted from OpenPAI v1 to protocol v2');
+  }
+  if (notes.length) {
+    parts.push(describeFieldErrors(notes));
+  }
+  return {
+    type: notes.length ? 'warning' : 'info',
+    message: `Imported ${name}${parts.length ? `: ${parts.join('; ')}` : ''}`,
+    // Warnings stay until read; a conversion note long enough to be seen.
+    autoClose: notes.length ? false : parts.length ? 8000 : 3000
+  };
 }

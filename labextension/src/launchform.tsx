@@ -8,7 +8,20 @@ import { closeIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { PAIRequestError } from './api';
-import type { FieldError, JobDetail, VirtualCluster } from './models';
+import {
+  importJob,
+  importJobFile,
+  importNotice,
+  JobFileError,
+  type ImportedJob
+} from './jobfile';
+import { jobFormat } from './jobformat';
+import type {
+  FieldError,
+  JobDetail,
+  JobFormat,
+  VirtualCluster
+} from './models';
 import { describeError, PAIModel } from './model';
 import {
   assignErrors,
@@ -398,6 +411,10 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const [mode, setMode] = React.useState<Mode>('form');
   const [yaml, setYaml] = React.useState('');
   const [yamlErrors, setYamlErrors] = React.useState<LocatedError[]>([]);
+  const [yamlFormat, setYamlFormat] = React.useState<JobFormat | null>(null);
+  // The server's errors about this exact text (a v1 file it cannot convert):
+  // kept until the text is edited, not replaced by the schema's.
+  const serverErrorsFor = React.useRef<string | null>(null);
   const [errors, setErrors] = React.useState<FieldError[]>([]);
   const [message, setMessage] = React.useState<string | null>(null);
   const [submitting, setSubmitting] = React.useState(false);
@@ -487,7 +504,13 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       return;
     }
     const timer = setTimeout(() => {
-      setYamlErrors(validateYaml(yaml, validator).errors);
+      const result = validateYaml(yaml, validator);
+      setYamlFormat(jobFormat(result.job));
+      if (serverErrorsFor.current === yaml) {
+        return;
+      }
+      serverErrorsFor.current = null;
+      setYamlErrors(result.errors);
     }, 150);
     return () => clearTimeout(timer);
   }, [yaml, mode, validator]);
@@ -521,23 +544,76 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       setMessage('Fix the YAML before going back to the form.');
       return;
     }
+    if (jobFormat(result.job) === 'v1') {
+      // The form edits protocol v2: the server converts the v1 job first.
+      void convertInto('The job', result.job, yaml);
+      return;
+    }
     load(specToForm(result.job));
+  };
+
+  const convert = (text: string) => model.client.convertJob(text);
+
+  const notifyImported = (name: string, imported: ImportedJob) => {
+    const notice = importNotice(name, imported);
+    Notification.emit(notice.message, notice.type, {
+      autoClose: notice.autoClose
+    });
+  };
+
+  /** Show the server's errors about `text` at their lines in the YAML editor. */
+  const showServerErrors = (
+    text: string,
+    errors: FieldError[],
+    why: string
+  ) => {
+    serverErrorsFor.current = text;
+    setYaml(text);
+    setYamlErrors(locateErrors(text, errors));
+    setMode('yaml');
+    setMessage(why);
+  };
+
+  const convertInto = async (
+    name: string,
+    doc: Record<string, unknown>,
+    text: string
+  ) => {
+    try {
+      const imported = await importJob(name, doc, text, convert);
+      load(imported.form);
+      notifyImported(name, imported);
+    } catch (error) {
+      if (error instanceof JobFileError && error.errors.length) {
+        showServerErrors(text, error.errors, error.message);
+      } else {
+        setMessage(describeError(error));
+      }
+    }
   };
 
   const importFile = async (file: File) => {
     const text = await file.text();
     try {
-      const spec = file.name.endsWith('.json')
-        ? JSON.parse(text)
-        : yamlToSpec(text);
-      if (spec.taskRoles) {
-        load(specToForm(spec));
-        Notification.info(`Imported ${file.name}`, { autoClose: 3000 });
+      const imported = await importJobFile(file.name, text, convert);
+      load(imported.form);
+      notifyImported(file.name, imported);
+      return;
+    } catch (error) {
+      if (error instanceof JobFileError && error.errors.length) {
+        // A v1 job with fields that cannot be converted: each at its line.
+        showServerErrors(text, error.errors, error.message);
         return;
       }
-    } catch {
-      // Not readable as a job: show it in the YAML editor with its errors.
+      if (!(error instanceof JobFileError)) {
+        // The converter could not be asked: say so, with the file to edit.
+        setYaml(text);
+        setMode('yaml');
+        setMessage(`${file.name} opened as YAML: ${describeError(error)}`);
+        return;
+      }
     }
+    // Not readable as a job: show it in the YAML editor with its errors.
     setYaml(text);
     setMode('yaml');
     setMessage(
@@ -550,7 +626,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     let name = form.name || 'job';
     if (mode === 'yaml') {
       try {
-        name = yamlToSpec(yaml).name || name;
+        const spec = yamlToSpec(yaml);
+        name = spec.name || spec.jobName || name;
       } catch {
         // keep the form's name
       }
@@ -769,7 +846,13 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           <div id="jp-PAI-yaml-errors" aria-live="polite">
             {yamlErrors.length === 0 ? (
               <div className="jp-PAI-ok">
-                {validator ? 'Valid protocol v2 job.' : 'YAML is well formed.'}
+                {!validator
+                  ? 'YAML is well formed.'
+                  : yamlFormat === 'v1'
+                    ? 'Valid OpenPAI v1 job: converted to protocol v2 when submitted.'
+                    : yamlFormat === 'short'
+                      ? 'Valid short-form job.'
+                      : 'Valid protocol v2 job.'}
               </div>
             ) : (
               <ul className="jp-PAI-field-errors jp-PAI-yaml-errors">

@@ -9,6 +9,7 @@ import Ajv2020, {
 } from 'ajv/dist/2020';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 
+import { jobFormat } from './jobformat';
 import type { FieldError } from './models';
 
 /** A field error located in the YAML text (1-based line), when it can be. */
@@ -57,9 +58,20 @@ function describe(error: ErrorObject): { path: string; message: string } {
         message: `must be one of ${(params.allowedValues ?? []).map((v: any) => JSON.stringify(v)).join(', ')}`
       };
     case 'const':
+      // The schema says why for v1 fields that cannot be converted (gpuType…).
       return {
         path,
-        message: `must be ${JSON.stringify(params.allowedValue)}`
+        message:
+          typeof error.parentSchema?.description === 'string'
+            ? error.parentSchema.description
+            : `must be ${JSON.stringify(params.allowedValue)}`
+      };
+    case 'additionalProperties':
+      return {
+        path: path
+          ? `${path}.${params.additionalProperty}`
+          : params.additionalProperty,
+        message: 'is not a known field'
       };
     case 'minProperties':
       return {
@@ -72,12 +84,14 @@ function describe(error: ErrorObject): { path: string; message: string } {
 }
 
 /**
- * Validates protocol v2 jobs (or the short form) against the server's schema.
- * `anyOf` branches are told apart up front so errors talk about one of them.
+ * Validates protocol v2 jobs, the short form and OpenPAI v1 JSON jobs against
+ * the server's schema. `anyOf` branches are told apart up front, by the same
+ * shape the server goes by, so errors talk about one of them.
  */
 export class JobValidator {
   constructor(schema: Record<string, any>) {
-    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    // verbose: errors carry their schema, whose description explains a `const`.
+    const ajv = new Ajv2020({ allErrors: true, strict: false, verbose: true });
     const id: string = schema.$id ?? DEFAULT_ID;
     ajv.addSchema({ ...schema, $id: id });
     const defs = schema.$defs ?? {};
@@ -86,14 +100,16 @@ export class JobValidator {
     this._whole = ajv.getSchema(id) as ValidateFunction;
     this._protocol = ref('JobProtocol');
     this._short = ref('ShortForm');
+    this._v1 = ref('OpenPAIv1Job');
   }
 
   validate(job: unknown): FieldError[] {
-    const isProtocol =
-      !!job &&
-      typeof job === 'object' &&
-      ('protocolVersion' in (job as any) || 'taskRoles' in (job as any));
-    const validate = (isProtocol ? this._protocol : this._short) ?? this._whole;
+    const branch = {
+      v1: this._v1,
+      v2: this._protocol,
+      short: this._short
+    }[jobFormat(job) ?? 'short'];
+    const validate = branch ?? this._whole;
     if (validate(job)) {
       return [];
     }
@@ -117,6 +133,7 @@ export class JobValidator {
   private _whole: ValidateFunction;
   private _protocol: ValidateFunction | null;
   private _short: ValidateFunction | null;
+  private _v1: ValidateFunction | null;
 }
 
 /** For a path with several alternative complaints ("must be string", "must be array"), keep one line. */

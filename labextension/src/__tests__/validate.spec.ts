@@ -4,7 +4,8 @@ import {
   pointerToPath,
   validateYaml
 } from '../validate';
-import { jobSchema } from './fixtures';
+import { isOpenPAIv1, jobFormat } from '../jobformat';
+import { example, jobSchema } from './fixtures';
 
 const validator = new JobValidator(jobSchema());
 
@@ -124,5 +125,56 @@ describe('validating YAML against the server schema', () => {
       'taskRoles.a/b.commands.0'
     );
     expect(pointerToPath('')).toBe('');
+  });
+});
+
+describe('OpenPAI v1 JSON jobs pasted into the YAML editor', () => {
+  const V1 = example('openpai-v1-ps-worker.json');
+
+  it('are told apart by shape, as the server does', () => {
+    expect(jobFormat(JSON.parse(V1))).toBe('v1');
+    expect(isOpenPAIv1({ jobName: 'x' })).toBe(true);
+    expect(isOpenPAIv1({ taskRoles: [] })).toBe(true);
+    expect(isOpenPAIv1({ protocolVersion: 2, jobName: 'x' })).toBe(false);
+    expect(jobFormat({ taskRoles: { w: {} } })).toBe('v2');
+    expect(jobFormat({ image: 'i', command: 'c' })).toBe('short');
+    expect(jobFormat([])).toBeNull();
+  });
+
+  it('validate against the v1 schema, so they can be submitted as they are', () => {
+    expect(validateYaml(V1, validator).errors).toEqual([]);
+  });
+
+  it('name the v1 field that cannot be converted, with its line', () => {
+    const job = JSON.parse(V1);
+    job.gpuType = 'V100';
+    job.taskRoles[1].portList[0].beginAt = 5000;
+    job.taskRoles[0].unknown = 1;
+    delete job.image;
+    const text = JSON.stringify(job, null, 2);
+    const { errors } = validateYaml(text, validator);
+    const line = (needle: string) =>
+      text.split('\n').findIndex(l => l.includes(needle)) + 1;
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        { path: 'image', message: 'is required', line: 1 },
+        {
+          path: 'gpuType',
+          message: 'a GPU type cannot be converted',
+          line: line('"gpuType"')
+        },
+        {
+          path: 'taskRoles.1.portList.0.beginAt',
+          message: 'only 0 (any port) can be converted',
+          line: line('"beginAt"')
+        },
+        {
+          path: 'taskRoles.0.unknown',
+          message: 'is not a known field',
+          line: line('"unknown"')
+        }
+      ])
+    );
+    expect(errors).toHaveLength(4);
   });
 });
