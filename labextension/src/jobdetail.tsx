@@ -20,6 +20,7 @@ import {
   type TaskStatus
 } from './models';
 import { describeError, PAIModel } from './model';
+import { TensorBoardLink } from './tensorboardlink';
 
 /** A DOM-safe widget id for a job id. */
 export function jobWidgetId(id: string): string {
@@ -142,6 +143,7 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
       .map(([label, list]) => `${label}:${list.join(',')}`)
       .join(' ');
   const selected = model.selected;
+  const backend = model.pai.info?.backend;
   return (
     <div className="jp-PAI-detail">
       <div className="jp-PAI-detail-head">
@@ -262,7 +264,10 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
                     </td>
                     <td>{t.node ?? '—'}</td>
                     <td>{t.ip ?? '—'}</td>
-                    <td>{ports(t) || '—'}</td>
+                    <td>
+                      {ports(t) || '—'}
+                      <TensorBoardLink task={t} backend={backend} />
+                    </td>
                     <td className="jp-PAI-gpus">{gpuCell(t)}</td>
                     <td
                       className="jp-PAI-num"
