@@ -10,7 +10,7 @@ from collections.abc import Hashable, Iterable
 from typing import TypeVar
 
 from ..errors import FieldError
-from .protocol import KNOWN_RUNTIME_PLUGINS, JobProtocol
+from .protocol import JobProtocol
 from .render import role_context
 from .templating import MISSING, SCOPES, Reference, lookup, references, resolve
 
@@ -131,16 +131,8 @@ def check_job(job: JobProtocol) -> list[FieldError]:
 
 def job_warnings(job: JobProtocol) -> list[FieldError]:
     """Things that are valid but probably not what the user meant."""
+    # Runtime plugins are judged per backend at submission (jupyter_pai.runtime).
     warnings: list[FieldError] = marker_warnings(job)
-    for i, plugin in enumerate(job.extras.runtime_plugins):
-        if plugin.plugin not in KNOWN_RUNTIME_PLUGINS:
-            warnings.append(
-                FieldError(
-                    f"{PLUGINS}.{i}.plugin",
-                    f"unknown runtime plugin {plugin.plugin!r} (known: "
-                    f"{', '.join(KNOWN_RUNTIME_PLUGINS)}), ignored",
-                )
-            )
     if job.deployments and job.defaults.deployment is None:
         warnings.append(
             FieldError(

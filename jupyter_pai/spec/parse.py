@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FieldError, SpecError
+from ..runtime import plugin_errors
 from .checks import check_job, job_warnings
 from .protocol import PATTERN_HELP, Deployment, JobProtocol, Prerequisite
 from .shortform import ShortForm, expand, is_short_form, short_path
@@ -147,7 +148,8 @@ def parse_job(
         job = JobProtocol.model_validate(doc)
     except ValidationError as exc:
         raise SpecError(rename(_field_errors(exc, doc))) from None
-    errors = check_job(job)
+    # What a runtime plugin cannot run with is refused on every backend, here already.
+    errors = check_job(job) + plugin_errors(job)
     if errors:
         raise SpecError(rename(errors))
     warnings = rename(unknown_fields(job) + job_warnings(job))

@@ -41,9 +41,6 @@ PATTERN_HELP = {
 #: HiveD priorities OpenPAI maps ``extras.hivedScheduler.jobPriorityClass`` to.
 PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
 
-#: Runtime plugins OpenPAI ships (others are accepted with a warning).
-KNOWN_RUNTIME_PLUGINS = ("ssh", "tensorboard", "teamwise_storage", "cmd", "git")
-
 PREREQUISITE_TYPES = ("dockerimage", "script", "data", "output")
 
 

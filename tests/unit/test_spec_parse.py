@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from jupyter_pai.errors import FieldError, SpecError
+from jupyter_pai.runtime import submission_warnings
 from jupyter_pai.spec import JobProtocol, load_document, parse_job
 from jupyter_pai.spec.shortform import expand
 from tests.spec_corpus import example_files, golden, normalized
@@ -210,10 +211,12 @@ def test_unknown_runtime_plugin_and_unused_deployment_warn() -> None:
         "deployments: [{name: d, taskRoles: {worker: {preCommands: [x]}}}]\n"
     )
     parsed = parse_job(text)
-    assert [w.path for w in parsed.warnings] == [
-        "extras.com.microsoft.pai.runtimeplugin.0.plugin",
-        "defaults.deployment",
-    ]
+    # An unknown plugin is each backend's warning at submission (jupyter_pai.runtime).
+    assert [w.path for w in parsed.warnings] == ["defaults.deployment"]
+    for backend in ("local", "kubernetes"):
+        assert [w.path for w in submission_warnings(parsed.job, backend)] == [
+            "extras.com.microsoft.pai.runtimeplugin.0.plugin"
+        ]
 
 
 def test_every_error_is_reported_at_once() -> None:

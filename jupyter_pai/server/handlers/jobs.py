@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tornado import web
 
 from ...backends.models import JobFilter, JobState
 from ...errors import BadRequest, FieldError
-from ...spec.parse import parse_job, parse_json
+from ...spec.parse import parse_job
 from .base import PAIHandler
-
-YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-yaml", "text/plain")
 
 
 class JobsHandler(PAIHandler):
@@ -37,25 +33,7 @@ class JobsHandler(PAIHandler):
 
     @web.authenticated
     async def post(self) -> None:
-        content_type = (
-            (self.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        )
-        body = self.request.body
-        source: Any
-        if content_type == "application/json":
-            source = parse_json(body)
-            if not isinstance(source, dict):
-                source = body  # parse_job says what is wrong with it, in the words it uses for YAML
-        elif content_type in YAML_TYPES or not content_type:
-            source = body
-        else:
-            raise BadRequest(
-                f"unsupported Content-Type {content_type!r}: send the job as text/yaml or application/json"
-            )
-        parsed = parse_job(
-            source,
-            virtual_cluster=self.get_argument("vc", None),
-        )
+        parsed = parse_job(self.job_source(), virtual_cluster=self.get_argument("vc", None))
         backend = await self.backend()
         job = await backend.submit(parsed.job, working_dir=self.pai.working_dir)
         body_json = job.model_dump(mode="json", by_alias=True)
