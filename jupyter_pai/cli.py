@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import yaml
 from pydantic import BaseModel
 from traitlets.config import Config
 
@@ -60,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("validate", "check a job file without submitting it")
     p.add_argument("file")
     p.add_argument("--param", action="append", default=[], metavar="K=V")
+    p.add_argument(
+        "--show",
+        action="store_true",
+        help="print the job as protocol-v2 YAML (what an OpenPAI v1 or short-form file becomes)",
+    )
 
     p = add("jobs", "list jobs")
     p.add_argument("--state", action="append", help="WAITING, RUNNING, … (repeatable)")
@@ -138,7 +144,14 @@ def read_source(path: str) -> str:
 def validate(args: argparse.Namespace) -> int:
     parsed = parse_job(read_source(args.file), parameters=parse_params(args.param))
     if args.json:
-        emit({"valid": True, "warnings": [w.to_json() for w in parsed.warnings]})
+        result: dict[str, Any] = {"valid": True, "warnings": [w.to_json() for w in parsed.warnings]}
+        if args.show:
+            result["job"] = parsed.document
+        emit(result)
+    elif args.show:
+        for w in parsed.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        print(yaml.safe_dump(parsed.document, sort_keys=False, allow_unicode=True), end="")
     else:
         for w in parsed.warnings:
             print(f"warning: {w}", file=sys.stderr)

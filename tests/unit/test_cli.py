@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 JOB = """
 name: cli-job
@@ -81,6 +82,25 @@ def test_validate_reads_stdin_and_warns_about_unknown_fields(cli) -> None:
     assert json.loads(out.stdout)["warnings"] == [
         {"path": "fancy", "message": "unknown field, ignored"}
     ]
+
+
+def test_validate_show_prints_a_v1_job_as_protocol_v2(cli, tmp_path: Path) -> None:
+    v1 = {
+        "jobName": "old",
+        "image": "img",
+        "jobEnvs": {"lr": 0.1},
+        "taskRoles": [{"name": "main", "taskNumber": 2, "command": "python train.py"}],
+    }
+    (tmp_path / "old.json").write_text(json.dumps(v1))
+    out = cli("validate", "old.json", "--show")
+    assert out.returncode == 0, out.stderr
+    assert "warning: converted from an OpenPAI v1 job" in out.stderr
+    doc = yaml.safe_load(out.stdout)
+    assert (doc["protocolVersion"], doc["name"]) == (2, "old")
+    assert doc["taskRoles"]["main"]["instances"] == 2
+    assert doc["deployments"][0]["taskRoles"]["main"]["preCommands"] == ["export lr=0.1"]
+    shown = json.loads(cli("validate", "old.json", "--show", "--json").stdout)
+    assert shown["job"] == doc and shown["warnings"][0]["path"] == ""
 
 
 def test_vcs_and_stop(cli, tmp_path: Path) -> None:
