@@ -11,6 +11,13 @@ if ! command -v chromium >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# The ssh runtime plugin's cluster tests start a real sshd per runner pod (tests/cluster).
+if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
+  step "installing Debian's OpenSSH server and client for the ssh plugin tests"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    openssh-server openssh-client >/dev/null
+fi
+
 step "lint and types"
 ruff check jupyter_pai tests benchmarks
 mypy jupyter_pai

@@ -20,6 +20,7 @@ import datetime
 import json
 import logging
 import os
+import pwd
 import queue
 import shutil
 import signal
@@ -55,6 +56,9 @@ def _can_bind() -> bool:
 
 
 BIND_READ_ONLY = _can_bind()
+# Where ssh and sshd look for the account's keys and config (its passwd home, not $HOME):
+# in a pod's namespace, the pod's own `<pod dir>/.ssh` (README: private mounts).
+ACCOUNT_SSH_DIR = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh"
 
 
 def _now() -> str:
@@ -300,7 +304,9 @@ class Runner:
                 run.containers[item["name"]] = Container(
                     name=item["name"],
                     image=item.get("image", ""),
-                    argv=self._wrap_read_only(podenv.rewrite_mounts(argv, mounts), read_only),
+                    argv=self._wrap_namespace(
+                        podenv.rewrite_mounts(argv, mounts), read_only, workdir, item["name"]
+                    ),
                     env=env,
                     log=crilog.CriLogWriter(workdir / f"{item['name']}.log"),
                 )
@@ -377,18 +383,30 @@ class Runner:
         return mounts, read_only
 
     @staticmethod
-    def _wrap_read_only(argv: list[str], read_only: dict[Path, Path]) -> list[str]:
-        """The command run in a mount namespace of its own whose read-only bind mounts
-        vanish with its last process, so none outlives the pod and the host never sees
-        them."""
-        if not read_only or not argv:
+    def _wrap_namespace(
+        argv: list[str], read_only: dict[Path, Path], workdir: Path, name: str
+    ) -> list[str]:
+        """The command run in a mount namespace of its own (as root with unshare), as a
+        container has a filesystem of its own: read-only claim views bound read-only, and
+        the account's `~/.ssh` replaced by the pod's `<pod dir>/.ssh`. The mounts vanish
+        with its last process, so none outlives the pod and the host never sees them. The
+        namespace's id goes to `<pod dir>/<container>.mntns`: what the command leaves
+        running there is ended when it exits (`_end_leftovers`)."""
+        if not argv or not BIND_READ_ONLY:
             return argv
-        script = "set -e\n"
-        for i, _ in enumerate(read_only):
-            script += f'mount --bind "$SRC{i}" "$DST{i}"\nmount -o remount,bind,ro "$DST{i}"\n'
+        private_ssh = workdir / ".ssh"
+        private_ssh.mkdir(mode=0o700, exist_ok=True)
+        ACCOUNT_SSH_DIR.mkdir(mode=0o700, exist_ok=True)  # a mount point must exist
+        binds = [(src, dst, True) for dst, src in read_only.items()]
+        binds.append((private_ssh, ACCOUNT_SSH_DIR, False))
+        script = 'set -e\nreadlink /proc/self/ns/mnt >"$NSFILE"\n'
+        pairs = [f"NSFILE={workdir / f'{name}.mntns'}"]
+        for i, (src, dst, ro) in enumerate(binds):
+            script += f'mount --bind "$SRC{i}" "$DST{i}"\n'
+            if ro:
+                script += f'mount -o remount,bind,ro "$DST{i}"\n'
+            pairs += [f"SRC{i}={src}", f"DST{i}={dst}"]
         script += 'exec "$@"\n'
-        pairs = [f"SRC{i}={src}" for i, src in enumerate(read_only.values())]
-        pairs += [f"DST{i}={dst}" for i, dst in enumerate(read_only)]
         return [
             "env",
             *pairs,
@@ -403,6 +421,30 @@ class Runner:
             "sh",
             *argv,
         ]
+
+    @staticmethod
+    def _end_leftovers(run: PodRun, container: Container, pid: int) -> None:
+        """When a container's command exits, a container runtime ends whatever it left
+        running (a daemon such as sshd, a `cmd &`): SIGKILL to the processes in its mount
+        namespace and in its process group."""
+        ns_file = run.workdir / f"{container.name}.mntns"
+        ns = ns_file.read_text().strip() if ns_file.exists() else ""
+        for _ in range(3):  # again, for what was forked meanwhile
+            found = False
+            if ns:
+                for entry in Path("/proc").iterdir():
+                    if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                        continue
+                    with contextlib.suppress(OSError):
+                        if os.readlink(entry / "ns" / "mnt") == ns:
+                            os.kill(int(entry.name), signal.SIGKILL)
+                            found = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+                found = True
+            if not found:
+                return
+            time.sleep(0.05)
 
     def _base_env(self, pod: Obj, run: PodRun) -> dict[str, str]:
         # The host's PATH with this interpreter first, so `python` in a pod is the
@@ -449,6 +491,7 @@ class Runner:
 
         def wait() -> None:
             code = proc.wait()
+            self._end_leftovers(run, container, proc.pid)
             for pump in pumps:
                 pump.join()
             # A signal death reads as 128+signal, as container runtimes report it.

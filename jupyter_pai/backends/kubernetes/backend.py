@@ -37,6 +37,7 @@ from ..models import (
 )
 from . import connect, vcs
 from .flavors import FLAVORS, Flavor
+from .jobssh import add_job_key, generate_key_pair, needs_job_key
 from .logs import pod_log, ranged_pod_log
 from .naming import (
     ANN_JOB_ID,
@@ -586,6 +587,9 @@ class KubernetesBackend(Backend):
         if self.cache["primary"].by_index(names.job_id):
             raise self._conflict(names)
         built = self.engine.build(job, names)
+        if needs_job_key(job):  # made here, so no builder output holds it
+            pair = generate_key_pair(f"jupyter-pai job {names.job_id}")
+            add_job_key(built.objects, names, pair)
         primary = await self._create_all(built.objects, built.primary, names)
         view = job_view(job, names, primary, [])
         view.waiting_reason = "submitted; waiting for the scheduler"
@@ -795,8 +799,9 @@ class KubernetesBackend(Backend):
         raise NotFound(f"Kubernetes no longer keeps attempt {attempt} of {where}")
 
     async def _secret_values(self, job: JobProtocol, names: JobNames) -> list[str]:
-        """The values to blank in logs: the stored spec hides them, the Secret holds them."""
-        if not job.secrets:
+        """The values to blank in logs: the stored spec hides them, the Secret holds them
+        (with the job's ssh key pair)."""
+        if not job.secrets and not needs_job_key(job):
             return []
         try:
             secret = await self._rest().get(path(SECRET, self.namespace, names.secret))

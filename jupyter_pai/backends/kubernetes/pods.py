@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...runtime import plugin_ports, task_script
+from ...runtime.plugins.ssh import PRIVATE_KEY_VAR, uses_job_key
 from ...spec.protocol import JobProtocol
 from ...spec.templating import MARKER, as_text, lookup
 from ..envcontract import Placement, TaskKey, job_environment, port_requests, task_keys
 from ..envcontract import task_environment as contract_task_environment
+from .jobssh import key_env, needs_job_key
 from .naming import ANN_JOB_ID, LABEL_INDEX, LABEL_JOB, LABEL_ROLE, JobNames, base_labels
 
 Manifest = dict[str, Any]
@@ -114,8 +116,10 @@ def secret_variables(job: JobProtocol) -> dict[str, str]:
 
 
 def secret_manifest(job: JobProtocol, names: JobNames, labels: dict[str, str]) -> Manifest | None:
+    """The job's Secret: the secrets its scripts use and, for the runtime plugin ssh, the
+    job's key pair (filled in at submission: :func:`.jobssh.add_job_key`)."""
     variables = secret_variables(job)
-    if not variables:
+    if not variables and not needs_job_key(job):
         return None
     return {
         "apiVersion": "v1",
@@ -154,6 +158,9 @@ def role_script(job: JobProtocol, role: str, secret_vars: dict[str, str]) -> str
         'export RANK="$((PAI_RANK_OFFSET + PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX))"',
         'export GROUP_RANK="$RANK"',
     ]
+    if uses_job_key(job, role):
+        # Only the runtime plugin ssh's sshd.sh gets the job's private key.
+        prelude.append(f"export -n {PRIVATE_KEY_VAR}")
     script = task_script(job, role, backend=BACKEND, secrets=False, prelude=prelude)
     return MARKER.sub(secret_ref, script)
 
@@ -210,6 +217,8 @@ def task_env(
         {"name": var, "valueFrom": {"secretKeyRef": {"name": names.secret, "key": var}}}
         for var in secret_variables(job).values()
     ]
+    if uses_job_key(job, role):
+        secrets += key_env(names)
     return fixed + per_instance + secrets
 
 
