@@ -206,7 +206,9 @@ def user_environment() -> dict[str, str]:
     # `python` in a task is the Python the server or CLI runs on (the user's environment),
     # even when that was started by full path without activating it.
     bindir = os.path.dirname(sys.executable)
-    env["PATH"] = os.pathsep.join([bindir, *(p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir)])
+    env["PATH"] = os.pathsep.join(
+        [bindir, *(p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir)]
+    )
     for key in list(env):
         if key in ("JUPYTER_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN") or key.startswith(
             "JPY_"
