@@ -194,9 +194,19 @@ async def test_job_retry_then_failure_keeps_the_earlier_attempts_log(pai: PAICli
 async def test_each_job_attempt_gets_its_own_task_retries(pai: PAIClient) -> None:
     # As in OpenPAI (FrameworkController recreates the tasks of a retried job): attempt 2
     # may retry its task again, so an always-failing task runs 2 x (1 + 1) times.
-    spec = job_spec("retry_both", {"worker": {"taskRetryCount": 1, "commands": [
-        "n=$(cat both.count 2>/dev/null || echo 0); echo $((n+1)) > both.count", "exit 3",
-    ]}}, jobRetryCount=1)
+    spec = job_spec(
+        "retry_both",
+        {
+            "worker": {
+                "taskRetryCount": 1,
+                "commands": [
+                    "n=$(cat both.count 2>/dev/null || echo 0); echo $((n+1)) > both.count",
+                    "exit 3",
+                ],
+            }
+        },
+        jobRetryCount=1,
+    )
     job_id = (await pai.submit(spec))["id"]
     job = await pai.wait_state(job_id, "FAILED", timeout=30)
     assert (pai.root_dir / "both.count").read_text().strip() == "4"

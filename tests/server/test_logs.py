@@ -130,7 +130,10 @@ async def test_follow_on_a_finished_task_returns_the_log_and_ends(pai: PAIClient
 
 
 async def test_a_follower_that_leaves_stops_being_served(
-    pai: PAIClient, jp_http_port: int, jp_base_url: str, jp_auth_header: dict[str, str],
+    pai: PAIClient,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_auth_header: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A closed log viewer must not leave the server polling a quiet task's log until the
@@ -148,7 +151,9 @@ async def test_a_follower_that_leaves_stops_being_served(
             open_streams.discard(key)
 
     monkeypatch.setattr(backend_module, "stream_file", tracked)
-    spec = job_spec("quiet", {"worker": {"commands": ["echo hello", wait_for_file("release-quiet")]}})
+    spec = job_spec(
+        "quiet", {"worker": {"commands": ["echo hello", wait_for_file("release-quiet")]}}
+    )
     job_id = (await pai.submit(spec))["id"]
     await pai.wait_log(job_id, "hello", "worker")
 

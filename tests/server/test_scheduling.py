@@ -170,16 +170,26 @@ TWO_VCS = {"LocalBackend": {"virtual_clusters_config": {"default": 2, "research"
 @pytest.mark.parametrize("pai_extra_config", [TWO_VCS])
 async def test_virtual_clusters_are_queued_separately(pai: PAIClient) -> None:
     vcs = {vc["name"]: vc for vc in await pai.get("virtual-clusters")}
-    assert {name: vc["capacity"]["gpu"] for name, vc in vcs.items()} == {"default": 2, "research": 2}
+    assert {name: vc["capacity"]["gpu"] for name, vc in vcs.items()} == {
+        "default": 2,
+        "research": 2,
+    }
 
-    full = await pai.submit(job_spec("fills_default", {"w": {"gpu": 2, "commands": [wait_for_file("go-d")]}}))
+    full = await pai.submit(
+        job_spec("fills_default", {"w": {"gpu": 2, "commands": [wait_for_file("go-d")]}})
+    )
     await pai.wait_state(full["id"], "RUNNING")
     blocked = await pai.submit(job_spec("blocked", {"w": {"gpu": 1, "commands": ["true"]}}))
     assert blocked["state"] == "WAITING"
     assert "waiting for 1 GPUs in VC default, 0 free" == blocked["waitingReason"]
     r = await pai.request(
-        "POST", "jobs", params={"vc": "research"}, headers={"Content-Type": "text/yaml"},
-        body=yaml.safe_dump(job_spec("elsewhere", {"w": {"gpu": 2, "commands": [wait_for_file("go-r")]}})),
+        "POST",
+        "jobs",
+        params={"vc": "research"},
+        headers={"Content-Type": "text/yaml"},
+        body=yaml.safe_dump(
+            job_spec("elsewhere", {"w": {"gpu": 2, "commands": [wait_for_file("go-r")]}})
+        ),
     )
     assert r.code == 201, r
     elsewhere = r.json()
@@ -192,8 +202,13 @@ async def test_virtual_clusters_are_queued_separately(pai: PAIClient) -> None:
     assert (vcs["default"]["used"]["gpu"], vcs["default"]["queuedJobs"]) == (2, 1)
     assert (vcs["research"]["used"]["gpu"], vcs["research"]["queuedJobs"]) == (2, 0)
     # A research job over its quota is refused at once.
-    r = await pai.post_job(job_spec("too_big", {"w": {"gpu": 3, "commands": ["true"]}},
-                                    defaults={"virtualCluster": "research"}))
+    r = await pai.post_job(
+        job_spec(
+            "too_big",
+            {"w": {"gpu": 3, "commands": ["true"]}},
+            defaults={"virtualCluster": "research"},
+        )
+    )
     assert r.code == 400 and "only 2" in r.json()["errors"][0]["message"]
     assert [j["name"] for j in await pai.jobs(vc="research")] == ["elsewhere"]
 

@@ -43,9 +43,19 @@ def pai_extra_config() -> dict:
 
 
 async def test_a_job_whose_supervisor_dies_fails_and_frees_its_gpus(pai: PAIClient) -> None:
-    spec = job_spec("orphan", {"w": {"instances": 2, "gpu": 2, "commands": [
-        "echo $$ > orphan-$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX.pid", "sleep 300",
-    ]}})
+    spec = job_spec(
+        "orphan",
+        {
+            "w": {
+                "instances": 2,
+                "gpu": 2,
+                "commands": [
+                    "echo $$ > orphan-$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX.pid",
+                    "sleep 300",
+                ],
+            }
+        },
+    )
     job_id = (await pai.submit(spec))["id"]
     await pai.wait_state(job_id, "RUNNING")
     waiting = await pai.submit(job_spec("after", {"w": {"gpu": 1, "commands": ["echo after"]}}))
@@ -74,15 +84,25 @@ async def test_a_job_whose_supervisor_dies_fails_and_frees_its_gpus(pai: PAIClie
 
 
 async def test_follow_a_waiting_job_until_it_has_run(pai: PAIClient) -> None:
-    hog = await pai.submit(job_spec("hog", {"w": {"gpu": 4, "commands": [wait_for_file("go-hog")]}}))
+    hog = await pai.submit(
+        job_spec("hog", {"w": {"gpu": 4, "commands": [wait_for_file("go-hog")]}})
+    )
     await pai.wait_state(hog["id"], "RUNNING")
     later = await pai.submit(job_spec("later", {"w": {"gpu": 1, "commands": ["echo ran later"]}}))
     assert later["state"] == "WAITING"
     received: list[bytes] = []
-    stream = asyncio.ensure_future(pai.fetch(
-        "pai", "api", "jobs", later["id"], "logs", params={"follow": "true"},
-        streaming_callback=received.append, request_timeout=60,
-    ))
+    stream = asyncio.ensure_future(
+        pai.fetch(
+            "pai",
+            "api",
+            "jobs",
+            later["id"],
+            "logs",
+            params={"follow": "true"},
+            streaming_callback=received.append,
+            request_timeout=60,
+        )
+    )
     await asyncio.sleep(0.5)
     assert not stream.done() and received == []
     pai.release("go-hog")
@@ -115,7 +135,9 @@ async def test_job_list_filters(pai: PAIClient) -> None:
 
 @pytest.mark.parametrize("pai_extra_config", [{"LocalBackend": {"housekeeping": 0}}])
 async def test_stopping_a_job_whose_supervisor_died_ends_it_at_once(pai: PAIClient) -> None:
-    spec = job_spec("headless", {"w": {"gpu": 1, "commands": ["echo $$ > headless.pid", "sleep 300"]}})
+    spec = job_spec(
+        "headless", {"w": {"gpu": 1, "commands": ["echo $$ > headless.pid", "sleep 300"]}}
+    )
     job_id = (await pai.submit(spec))["id"]
     await pai.wait_state(job_id, "RUNNING")
 
@@ -129,7 +151,11 @@ async def test_stopping_a_job_whose_supervisor_died_ends_it_at_once(pai: PAIClie
     # No scheduling pass runs by itself here (housekeeping off, as in the CLI): the stop must
     # notice the dead supervisor, kill the task and end the job.
     stopped = await pai.stop(job_id)
-    job = stopped if stopped["state"] == "STOPPED" else await pai.wait_state(job_id, "STOPPED", timeout=5)
+    job = (
+        stopped
+        if stopped["state"] == "STOPPED"
+        else await pai.wait_state(job_id, "STOPPED", timeout=5)
+    )
     assert {t["state"] for t in job["tasks"]} == {"STOPPED"}
 
     async def task_gone() -> bool:
