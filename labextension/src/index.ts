@@ -15,7 +15,14 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { PAIClient } from './api';
 import { JobDetailPanel, jobWidgetId } from './jobdetail';
-import { importJobFile, importNotice, JOB_FILE, JobFileError } from './jobfile';
+import { emitNotice } from './fielderrorlist';
+import {
+  importErrorNotice,
+  importJobFile,
+  importNotice,
+  JOB_FILE,
+  JobFileError
+} from './jobfile';
 import { cloneJob, stopJob } from './jobslist';
 import type { JobSummary } from './models';
 import {
@@ -196,18 +203,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
           show('launch');
           const notice = importNotice(path, imported);
           if (imported.format !== 'v2' || notice.type === 'warning') {
-            Notification.emit(notice.message, notice.type, {
-              autoClose: notice.autoClose
-            });
+            emitNotice(notice);
           }
         } catch (error) {
-          // A JobFileError names the file and each field it is about.
-          Notification.error(
-            error instanceof JobFileError
-              ? error.message
-              : `Could not open ${path}: ${describeError(error)}`,
-            { autoClose: false }
-          );
+          if (error instanceof JobFileError) {
+            // It names the file and each field it is about.
+            emitNotice(importErrorNotice(error));
+          } else {
+            Notification.error(
+              `Could not open ${path}: ${describeError(error)}`,
+              { autoClose: false }
+            );
+          }
         }
       }
     });

@@ -27,17 +27,41 @@ export interface ImportedJob {
 
 /**
  * Why a file cannot be opened in the form. `errors` name the fields as the
- * file writes them (`taskRoles[0].gpuType`), when the converter said.
+ * file writes them (`taskRoles[0].gpuType`), when the converter said;
+ * `headline` is the sentence before them, and `message` has both.
  */
 export class JobFileError extends Error {
   constructor(
-    message: string,
+    readonly headline: string,
     readonly errors: FieldError[] = []
   ) {
-    super(message);
+    super(
+      errors.length ? `${headline}: ${describeFieldErrors(errors)}` : headline
+    );
     this.name = 'JobFileError';
     Object.setPrototypeOf(this, JobFileError.prototype);
   }
+}
+
+/**
+ * What a notification says (JupyterLab cuts it at 140 characters), and the
+ * whole list of fields behind it for a "Details" dialog.
+ */
+export interface Notice {
+  type: 'info' | 'warning' | 'error';
+  message: string;
+  autoClose: number | false;
+  /** Every field error or warning, in full; empty when the message says all. */
+  details: FieldError[];
+  /** The title of the details dialog. */
+  title: string;
+}
+
+/** `gpuType, taskRoles[0].portList[0].beginAt`: which fields, not yet what about them. */
+function fieldNames(errors: FieldError[]): string {
+  return [...new Set(errors.map(e => displayPath(e.path) || 'the job'))].join(
+    ', '
+  );
 }
 
 /** `taskRoles.0.portList.0.beginAt` → `taskRoles[0].portList[0].beginAt`, as JSON reads. */
@@ -95,12 +119,12 @@ export async function importJob(
       result = await convert(text);
     } catch (error) {
       if (error instanceof PAIRequestError && error.status === 400) {
+        const errors = error.errors.length
+          ? error.errors
+          : [{ path: '', message: error.message }];
         throw new JobFileError(
-          `${name} cannot be converted from OpenPAI v1: ` +
-            (error.errors.length
-              ? describeFieldErrors(error.errors)
-              : error.message),
-          error.errors
+          `${name} cannot be converted from OpenPAI v1`,
+          errors
         );
       }
       throw error;
@@ -133,26 +157,38 @@ const CONVERTED = /OpenPAI v1/;
 
 /**
  * What to tell the user once a file is in the form: that a v1 job was
- * converted, and any other warning (a warning then, not just news).
+ * converted, and which fields any other warning is about (a warning then,
+ * kept until read, with the warnings in full behind "Details").
  */
-export function importNotice(
-  name: string,
-  imported: ImportedJob
-): { type: 'info' | 'warning'; message: string; autoClose: number | false } {
+export function importNotice(name: string, imported: ImportedJob): Notice {
   const notes = imported.warnings.filter(
     w => !(imported.format === 'v1' && !w.path && CONVERTED.test(w.message))
   );
-  const parts: string[] = [];
+  let message = `Imported ${name}`;
   if (imported.format === 'v1') {
-    parts.push('converted from OpenPAI v1 to protocol v2');
+    message += ': converted from OpenPAI v1 to protocol v2';
   }
   if (notes.length) {
-    parts.push(describeFieldErrors(notes));
+    message += `${imported.format === 'v1' ? ',' : ':'} with warnings about ${fieldNames(notes)}`;
   }
   return {
     type: notes.length ? 'warning' : 'info',
-    message: `Imported ${name}${parts.length ? `: ${parts.join('; ')}` : ''}`,
-    // Warnings stay until read; a conversion note long enough to be seen.
-    autoClose: notes.length ? false : parts.length ? 8000 : 3000
+    message,
+    autoClose: notes.length ? false : imported.format === 'v1' ? 8000 : 3000,
+    details: notes,
+    title: `Warnings about ${name}`
+  };
+}
+
+/** A file the form cannot open: which fields, with every message behind "Details". */
+export function importErrorNotice(error: JobFileError): Notice {
+  return {
+    type: 'error',
+    message: error.errors.length
+      ? `${error.headline}: ${fieldNames(error.errors)}`
+      : error.headline,
+    autoClose: false,
+    details: error.errors,
+    title: error.headline
   };
 }

@@ -8,7 +8,9 @@ import { closeIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { PAIRequestError } from './api';
+import { emitNotice } from './fielderrorlist';
 import {
+  displayPath,
   importJob,
   importJobFile,
   importNotice,
@@ -554,12 +556,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
 
   const convert = (text: string) => model.client.convertJob(text);
 
-  const notifyImported = (name: string, imported: ImportedJob) => {
-    const notice = importNotice(name, imported);
-    Notification.emit(notice.message, notice.type, {
-      autoClose: notice.autoClose
-    });
-  };
+  const notifyImported = (name: string, imported: ImportedJob) =>
+    emitNotice(importNotice(name, imported));
 
   /** Show the server's errors about `text` at their lines in the YAML editor. */
   const showServerErrors = (
@@ -585,7 +583,11 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
       notifyImported(name, imported);
     } catch (error) {
       if (error instanceof JobFileError && error.errors.length) {
-        showServerErrors(text, error.errors, error.message);
+        showServerErrors(
+          text,
+          error.errors,
+          `${error.headline}: see the fields listed below.`
+        );
       } else {
         setMessage(describeError(error));
       }
@@ -602,7 +604,11 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     } catch (error) {
       if (error instanceof JobFileError && error.errors.length) {
         // A v1 job with fields that cannot be converted: each at its line.
-        showServerErrors(text, error.errors, error.message);
+        showServerErrors(
+          text,
+          error.errors,
+          `${error.headline}: see the fields listed below.`
+        );
         return;
       }
       if (!(error instanceof JobFileError)) {
@@ -866,7 +872,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
                     >
                       {e.line ? `line ${e.line}` : 'job'}
                     </button>{' '}
-                    {e.path ? <code>{e.path}</code> : null}
+                    {e.path ? <code>{displayPath(e.path)}</code> : null}
                     {e.path ? ': ' : ''}
                     {e.message}
                   </li>

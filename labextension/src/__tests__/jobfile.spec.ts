@@ -5,6 +5,7 @@ import { PAIClient, PAIRequestError } from '../api';
 import {
   describeFieldErrors,
   displayPath,
+  importErrorNotice,
   importJobFile,
   importNotice,
   JOB_FILE,
@@ -188,6 +189,15 @@ describe('OpenPAI v1 job files', () => {
         'gpuType: cannot be converted: a GPU type has no protocol v2 field; ' +
         'taskRoles[0].portList[0].beginAt: a fixed first port cannot be converted'
     );
+    // The notification names the fields; "Details" has what is wrong with each.
+    expect(importErrorNotice(error as JobFileError)).toEqual({
+      type: 'error',
+      message:
+        'gpu.json cannot be converted from OpenPAI v1: gpuType, taskRoles[0].portList[0].beginAt',
+      autoClose: false,
+      details: body.errors,
+      title: 'gpu.json cannot be converted from OpenPAI v1'
+    });
   });
 
   it('pass on a server that cannot be reached as such', async () => {
@@ -214,7 +224,9 @@ describe('what the user is told after an import', () => {
     expect(importNotice('old.json', imported)).toEqual({
       type: 'info',
       message: 'Imported old.json: converted from OpenPAI v1 to protocol v2',
-      autoClose: 8000
+      autoClose: 8000,
+      details: [],
+      title: 'Warnings about old.json'
     });
   });
 
@@ -230,9 +242,13 @@ describe('what the user is told after an import', () => {
     const notice = importNotice('tf.json', imported);
     expect(notice.type).toBe('warning');
     expect(notice.autoClose).toBe(false);
+    // JupyterLab cuts notifications at 140 characters: the fields, then "Details".
     expect(notice.message).toBe(
-      'Imported tf.json: converted from OpenPAI v1 to protocol v2; codeDir: its files are not copied'
+      'Imported tf.json: converted from OpenPAI v1 to protocol v2, with warnings about codeDir'
     );
+    expect(notice.details).toEqual([
+      { path: 'codeDir', message: 'its files are not copied' }
+    ]);
   });
 
   it('keeps a plain v2 import short', async () => {
@@ -241,10 +257,11 @@ describe('what the user is told after an import', () => {
       example('cpu-only.yaml'),
       noServer
     );
-    expect(importNotice('j.yaml', imported)).toEqual({
+    expect(importNotice('j.yaml', imported)).toMatchObject({
       type: 'info',
       message: 'Imported j.yaml',
-      autoClose: 3000
+      autoClose: 3000,
+      details: []
     });
   });
 
