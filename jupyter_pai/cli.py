@@ -238,17 +238,22 @@ async def vcs(backend: Backend, args: argparse.Namespace) -> int:
         emit(found)
         return 0
     rows = [["VC", "GPUS USED", "GPUS FREE", "GPUS TOTAL", "RUNNING", "QUEUED"]]
+    sharing = any(vc.guaranteed_gpus is not None for vc in found)
+    if sharing:  # OpenPAI's VC sharing: guaranteed, held on loan, lent out
+        rows[0][4:4] = ["GUARANTEED", "BORROWED", "LENT"]
     for vc in found:
-        rows.append(
-            [
-                vc.name,
-                str(vc.used.gpu),
-                str(vc.free.gpu),
-                str(vc.capacity.gpu),
-                str(vc.running_jobs),
-                str(vc.queued_jobs),
-            ]
-        )
+        row = [
+            vc.name,
+            str(vc.used.gpu),
+            str(vc.free.gpu),
+            str(vc.capacity.gpu),
+            str(vc.running_jobs),
+            str(vc.queued_jobs),
+        ]
+        if sharing:
+            guaranteed = "-" if vc.guaranteed_gpus is None else str(vc.guaranteed_gpus)
+            row[4:4] = [guaranteed, str(vc.borrowed_gpus), str(vc.lent_gpus)]
+        rows.append(row)
     print_table(rows)
     return 0
 

@@ -101,6 +101,9 @@ class JobEvent(ApiModel):
 
 
 class VirtualCluster(ApiModel):
+    """``capacity``: the most its jobs may hold at once (its guarantee, plus what it may
+    borrow); ``free``: what a job could start with now without preempting anyone."""
+
     name: str
     capacity: Resources
     used: Resources
@@ -108,6 +111,13 @@ class VirtualCluster(ApiModel):
     running_jobs: int = 0
     queued_jobs: int = 0
     queued: Resources = Field(default_factory=Resources)
+    # OpenPAI's VC sharing, where the backend has it (None/0/false elsewhere): GPUs the VC
+    # is guaranteed, holds beyond that on loan (preemptible), and has lent to other VCs.
+    guaranteed_gpus: int | None = None
+    borrowed_gpus: int = 0
+    lent_gpus: int = 0
+    may_borrow: bool = False
+    may_lend: bool = False
     description: str | None = None
 
 

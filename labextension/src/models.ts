@@ -100,12 +100,22 @@ export interface JobEvent {
 
 export interface VirtualCluster {
   name: string;
+  /** The most its jobs may hold at once: its guarantee plus what it may borrow. */
   capacity: Resources;
   used: Resources;
+  /** What a job could start with now, preempting nobody. */
   free: Resources;
   runningJobs: number;
   queuedJobs: number;
   queued: Resources;
+  /** GPUs the VC is guaranteed (null where the backend has no guarantee). */
+  guaranteedGpus?: number | null;
+  /** GPUs its jobs hold beyond the guarantee: taken back when the lender needs them. */
+  borrowedGpus?: number;
+  /** GPUs of its guarantee that other VCs' jobs hold on loan. */
+  lentGpus?: number;
+  mayBorrow?: boolean;
+  mayLend?: boolean;
   description?: string | null;
 }
 
@@ -264,6 +274,11 @@ export const MODEL_FIELDS = {
     runningJobs: true,
     queuedJobs: true,
     queued: true,
+    guaranteedGpus: true,
+    borrowedGpus: true,
+    lentGpus: true,
+    mayBorrow: true,
+    mayLend: true,
     description: true
   } satisfies Fields<VirtualCluster>,
   Image: {

@@ -20,8 +20,8 @@ from datetime import timedelta
 from ..models import JobState, TaskState
 from .processes import alive, signal_group
 from .records import JobRecord, now
-from .scheduler import Demand, plan
-from .store import StateStore, write_atomic
+from .scheduler import Demand, VcPolicy, plan
+from .store import StateStore, rotate_log, write_atomic
 
 RELAUNCH_AFTER = timedelta(seconds=30)
 
@@ -31,8 +31,28 @@ class SharedConfig:
     """Settings every process using the state directory must agree on (config.json)."""
 
     slots: list[str] = field(default_factory=list)
-    capacities: dict[str, int] = field(default_factory=lambda: {"default": 0})
+    capacities: dict[str, int] = field(default_factory=lambda: {"default": 0})  # guaranteed
     stop_grace_seconds: float = 10.0
+    borrowers: list[str] = field(default_factory=list)  # VCs that may borrow idle GPUs
+    non_lenders: list[str] = field(default_factory=list)  # VCs that keep their idle GPUs
+
+    @classmethod
+    def of(
+        cls, slots: list[str], policies: dict[str, VcPolicy], stop_grace_seconds: float
+    ) -> SharedConfig:
+        return cls(
+            slots=slots,
+            capacities={n: p.guaranteed for n, p in policies.items()},
+            stop_grace_seconds=stop_grace_seconds,
+            borrowers=[n for n, p in policies.items() if p.borrow],
+            non_lenders=[n for n, p in policies.items() if not p.lend],
+        )
+
+    def policies(self) -> dict[str, VcPolicy]:
+        return {
+            name: VcPolicy(n, name in self.borrowers, name not in self.non_lenders)
+            for name, n in self.capacities.items()
+        }
 
 
 def load_config(store: StateStore) -> SharedConfig:
@@ -90,7 +110,7 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
             _heal(store, rec, spawn)
     active = [r for r in records if not r.state.terminal]
     demands = [Demand(r, {t.key: t.gpu_request for t in r.tasks}) for r in active]
-    decided = plan(demands, config.slots, config.capacities)
+    decided = plan(demands, config.slots, config.policies())
     by_id = {r.id: r for r in active}
     for job_id, reason in decided.waiting.items():
         rec = by_id[job_id]
@@ -98,6 +118,8 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
             rec.waiting_reason = reason
             store.write_job(rec)
             store.add_event(job_id, "Waiting", reason)
+    for job_id, why in decided.preempt.items():
+        preempt(store, by_id[job_id], why)
     held_ports = {p for r in active for p in r.allocated_ports}
     for job_id, grant in decided.start.items():
         rec = by_id[job_id]
@@ -110,6 +132,7 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
         rec.state = JobState.RUNNING
         rec.sub_state = "launching"
         rec.waiting_reason = None
+        rec.preemption = None
         rec.launched_time = now()
         store.write_job(rec)
         gpus = ",".join(g for t in rec.tasks for g in t.gpus) or "none"
@@ -120,7 +143,56 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
     store.write_active([r.id for r in active])
 
 
+def preempt(store: StateStore, rec: JobRecord, why: str) -> None:
+    """Ask the job's supervisor to stop its tasks (SIGTERM, grace, SIGKILL, as a stop does)
+    and requeue it; until then the job holds its GPUs, and the plan counts them as coming
+    back."""
+    rec.preemption = why
+    rec.sub_state = "preempting"
+    store.write_job(rec)
+    write_atomic(store.preempt_marker(rec.id), why)
+    store.add_event(rec.id, "Preempting", f"{why}; stopping its tasks", type="Warning")
+
+
+def requeue(store: StateStore, rec: JobRecord) -> None:
+    """A preempted job goes back to WAITING, keeping its place in its VC's queue. Not a
+    failure: jobRetryCount is untouched. Each task's log becomes an earlier attempt's."""
+    for task in rec.tasks:
+        rotate_log(store.log_path(rec.id, task.role, task.index))
+        task.state = TaskState.WAITING
+        task.gpus, task.ports, task.pid = [], {}, None
+        task.exit_code = task.exit_reason = None
+        task.retries = 0
+        task.started_time = task.completed_time = None
+    rec.state = JobState.WAITING
+    rec.sub_state = None
+    rec.waiting_reason = rec.preemption
+    rec.launched_time = None
+    rec.master_port = None
+    rec.supervisor_pid = None
+    rec.supervisor_start = None
+    rec.preemptions += 1
+    store.write_job(rec)
+    store.preempt_marker(rec.id).unlink(missing_ok=True)
+    store.add_event(
+        rec.id,
+        "Preempted",
+        f"{rec.preemption}; back to WAITING, it runs again when GPUs free up "
+        "(the stopped attempt's logs stay readable as an earlier attempt)",
+        type="Warning",
+    )
+
+
 def _heal(store: StateStore, rec: JobRecord, spawn: Spawner) -> None:
+    if rec.preemption is not None and not rec.stop_requested:
+        if rec.supervisor_pid is None or not alive(rec.supervisor_pid, rec.supervisor_start):
+            # Nobody will finish the preemption: do it here (a supervisor that starts later
+            # finds the job WAITING and leaves it alone).
+            for task in rec.tasks:
+                if task.pid and task.state == TaskState.RUNNING:
+                    signal_group(task.pid, signal.SIGKILL)
+            requeue(store, rec)
+        return
     if rec.supervisor_pid is None:
         if rec.launched_time and now() - rec.launched_time > RELAUNCH_AFTER:
             store.add_event(

@@ -39,7 +39,7 @@ from . import gpus
 from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
 from .processes import alive
 from .records import JobRecord, TaskRecord, now
-from .scheduler import vc_capacities
+from .scheduler import vc_limit, vc_policies, vc_usage
 from .store import StateStore
 
 HOUSEKEEPING_SECONDS = 10.0
@@ -79,9 +79,14 @@ class LocalBackend(Backend):
     virtual_clusters_config = Dict(
         {"default": "100%"},
         config=True,
-        help="""Virtual clusters as shares of the local GPU slots: ``{name: share}`` where a
-        share is a GPU count (``2``), a fraction (``0.5``) or a percentage (``"50%"``).
-        Example: ``{"default": "50%", "research": "50%"}``.""",
+        help="""Virtual clusters as guaranteed shares of the local GPU slots, as on OpenPAI:
+        ``{name: share}`` where a share is a GPU count (``2``), a fraction (``0.5``) or a
+        percentage (``"50%"``); or ``{name: {"share": …, "borrow": bool, "lend": bool}}``.
+        A VC that may ``borrow`` (default false) runs jobs bigger than its idle share on
+        other VCs' idle GPUs; when a VC that ``lend``s (default true) needs them back for a
+        job that fits its share, the borrowing job is preempted (its tasks stopped as by a
+        stop) and requeued. A bare share is ``borrow: false, lend: true``.
+        Example: ``{"a": {"share": "50%", "borrow": True}, "b": "50%"}``.""",
     )
 
     storages_config = Dict(
@@ -110,7 +115,8 @@ class LocalBackend(Backend):
         super().__init__(**kwargs)
         self.store = StateStore(self.state_dir)
         self.slots = self._slots()
-        self.capacities = vc_capacities(self.virtual_clusters_config, len(self.slots))
+        self.policies = vc_policies(self.virtual_clusters_config, len(self.slots))
+        self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
         self._summaries: dict[str, tuple[int, JobRecord]] = {}
         self._housekeeper: asyncio.Task[None] | None = None
 
@@ -133,11 +139,7 @@ class LocalBackend(Backend):
 
     def _start_sync(self) -> None:
         with self.store.locked():
-            config = SharedConfig(
-                slots=self.slots,
-                capacities=self.capacities,
-                stop_grace_seconds=self.stop_grace_seconds,
-            )
+            config = SharedConfig.of(self.slots, self.policies, self.stop_grace_seconds)
             if load_config(self.store) != config:
                 save_config(self.store, config)
             requeue_orphans(self.store)
@@ -207,24 +209,25 @@ class LocalBackend(Backend):
         records = await asyncio.to_thread(self._all)
         cpus = float(os.cpu_count() or 1)
         memory = _memory_mb()
+        usage = vc_usage(records, len(self.slots), self.policies)
         result = []
-        for name, capacity in self.capacities.items():
+        for name, policy in self.policies.items():
             mine = [r for r in records if r.virtual_cluster == name]
             running = [r for r in mine if r.state in (JobState.RUNNING, JobState.STOPPING)]
             queued = [r for r in mine if r.state == JobState.WAITING]
+            gpus = usage[name]
             used = Resources(
-                gpu=sum(len(r.allocated_gpus) for r in running),
+                gpu=gpus.used,
                 cpu=sum(r.total_cpu for r in running),
                 memory_mb=sum(r.total_memory_mb for r in running),
             )
-            cap = Resources(gpu=capacity, cpu=cpus, memory_mb=memory)
             result.append(
                 VirtualCluster(
                     name=name,
-                    capacity=cap,
+                    capacity=Resources(gpu=gpus.limit, cpu=cpus, memory_mb=memory),
                     used=used,
                     free=Resources(
-                        gpu=max(0, capacity - used.gpu),
+                        gpu=gpus.free,
                         cpu=max(0.0, cpus - used.cpu),
                         memory_mb=max(0, memory - used.memory_mb),
                     ),
@@ -235,10 +238,27 @@ class LocalBackend(Backend):
                         cpu=sum(r.total_cpu for r in queued),
                         memory_mb=sum(r.total_memory_mb for r in queued),
                     ),
-                    description=f"{capacity} of this machine's {len(self.slots)} GPU slots",
+                    guaranteed_gpus=gpus.guaranteed,
+                    borrowed_gpus=gpus.borrowed,
+                    lent_gpus=gpus.lent,
+                    may_borrow=policy.borrow,
+                    may_lend=policy.lend,
+                    description=self._describe(name),
                 )
             )
         return result
+
+    def _describe(self, name: str) -> str:
+        policy = self.policies[name]
+        text = f"{policy.guaranteed} of this machine's {len(self.slots)} GPU slots"
+        if len(self.policies) == 1 and not policy.borrow:
+            return text
+        text += " guaranteed"
+        if policy.borrow:
+            text += "; borrows idle GPUs of other VCs (jobs on them may be preempted)"
+        if not policy.lend:
+            text += "; lends none"
+        return text
 
     async def events(self, job_id: str) -> list[JobEvent]:
         await asyncio.to_thread(self._read, job_id)
@@ -264,14 +284,19 @@ class LocalBackend(Backend):
                     )
                 ]
             )
-        need, capacity = job.total_gpus, self.capacities[vc]
+        need, capacity = job.total_gpus, vc_limit(vc, self.policies, len(self.slots))
         if need > capacity:
             role = next(r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0)
+            has = (
+                f"can use at most {capacity} ({self.capacities[vc]} guaranteed, the rest borrowed)"
+                if self.policies[vc].borrow
+                else f"has only {capacity}"
+            )
             raise SpecError(
                 [
                     FieldError(
                         f"taskRoles.{role}.resourcePerInstance.gpu",
-                        f"the job needs {need} GPUs at once but VC {vc} has only {capacity} "
+                        f"the job needs {need} GPUs at once but VC {vc} {has} "
                         "on this machine; ask for fewer GPUs or instances",
                     )
                 ]

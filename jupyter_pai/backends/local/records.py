@@ -61,6 +61,10 @@ class JobRecord(BaseModel):
     supervisor_pid: int | None = None
     supervisor_start: str | None = None
     stop_requested: bool = False
+    # Why the job was preempted ("preempted: VC b reclaimed 2 GPUs"): set when admission
+    # decides it, kept while it waits to run again, cleared when it is admitted again.
+    preemption: str | None = None
+    preemptions: int = 0
 
     @property
     def allocated_gpus(self) -> list[str]:

@@ -7,6 +7,8 @@ Layout::
     state_dir/jobs/<id>/job.json   JobRecord (state, tasks, allocation)
     state_dir/jobs/<id>/spec.json  the validated spec, secrets included (0600)
     state_dir/jobs/<id>/events.jsonl
+    state_dir/jobs/<id>/stop       a stop was asked for
+    state_dir/jobs/<id>/preempt    the job is being preempted (holds why)
     state_dir/jobs/<id>/logs/<role>-<index>.log        current attempt
     state_dir/jobs/<id>/logs/<role>-<index>.<n>.log    earlier attempts
 
@@ -62,6 +64,10 @@ class StateStore:
 
     def stop_marker(self, job_id: str) -> Path:
         return self.job_dir(job_id) / "stop"
+
+    def preempt_marker(self, job_id: str) -> Path:
+        """Holds why the job is being preempted, until its supervisor has requeued it."""
+        return self.job_dir(job_id) / "preempt"
 
     # -- records -------------------------------------------------------------------------
 
@@ -130,6 +136,15 @@ class StateStore:
             if line.strip():
                 events.append(JobEvent.model_validate_json(line))
         return events
+
+
+def rotate_log(log_path: Path) -> None:
+    """Keep an attempt's log as ``<task>.<n>.log`` (``?attempt=n``) instead of appending to it."""
+    if log_path.exists() and log_path.stat().st_size > 0:
+        n = 0
+        while log_path.with_suffix(f".{n}.log").exists():
+            n += 1
+        log_path.rename(log_path.with_suffix(f".{n}.log"))
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -25,13 +26,23 @@ from ...spec.protocol import JobProtocol
 from ..completion import Decision, decide
 from ..envcontract import Placement, job_environment, task_environment
 from ..models import JobState, TaskState
-from .admission import load_config, schedule, user_environment
+from .admission import load_config, requeue, schedule, user_environment
 from .processes import alive, group_running, signal_group, start_marker
 from .records import JobRecord, TaskRecord, now
-from .store import StateStore
+from .store import StateStore, rotate_log
 
 POLL_SECONDS = 0.1
 LOCAL_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """The attempt was stopped to give its GPUs back to the VC that lent them."""
+
+    why: str
+
+
+Outcome = Decision | Preempted | None  # None: stopped on request
 
 
 class Supervisor:
@@ -68,14 +79,17 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         self.spec = JobProtocol.model_validate(self.store.read_spec(self.job_id))
-        decision = self._attempts()
-        self._finish(decision)
+        outcome = self._attempts()
+        if isinstance(outcome, Preempted):
+            self._requeue()
+        else:
+            self._finish(outcome)
 
     def _claim(self) -> bool:
         with self.store.locked():
             rec = self.store.read_job(self.job_id)
-            if rec.state.terminal:
-                return False
+            if rec.state not in (JobState.RUNNING, JobState.STOPPING):
+                return False  # ended, or preempted and requeued before we started
             if (
                 rec.supervisor_pid
                 and rec.supervisor_pid != os.getpid()
@@ -93,16 +107,25 @@ class Supervisor:
     def _stop_requested(self) -> bool:
         return self.stop_signalled or self.store.stop_marker(self.job_id).exists()
 
-    def _attempts(self) -> Decision | None:
-        """Run attempts until one decides the job; None means it was stopped."""
+    def _preemption(self) -> Preempted | None:
+        try:
+            return Preempted(self.store.preempt_marker(self.job_id).read_text())
+        except FileNotFoundError:
+            return None
+
+    def _attempts(self) -> Outcome:
+        """Run attempts until one decides the job (or it is stopped or preempted)."""
         assert self.spec is not None
         while True:
+            if not self._stop_requested() and (preempted := self._preemption()):
+                return preempted
             rec = self.update(self._reset_tasks)
-            self.event("Started", f"attempt {rec.retries + 1}: starting {len(rec.tasks)} task(s)")
+            attempt = rec.retries + rec.preemptions + 1
+            self.event("Started", f"attempt {attempt}: starting {len(rec.tasks)} task(s)")
             self._start_all(rec)
             decision = self._watch()
-            if decision is None:
-                return None
+            if not isinstance(decision, Decision):
+                return decision
             if decision.state == JobState.FAILED and rec.retries < self.spec.job_retry_count:
                 self.event(
                     "JobRetry",
@@ -163,7 +186,7 @@ class Supervisor:
         script.write_text(task_script(self.spec, task.role, backend=LOCAL))
         script.chmod(0o700)
         log_path = self.store.log_path(rec.id, task.role, task.index)
-        self._rotate(log_path)
+        rotate_log(log_path)
         shell = shutil.which("bash") or "/bin/sh"
         cwd = rec.working_dir if Path(rec.working_dir).is_dir() else str(self.store.job_dir(rec.id))
         with open(log_path, "ab") as log:
@@ -182,14 +205,6 @@ class Supervisor:
         self.event("TaskStarted", f"pid {proc.pid}, GPUs {gpus}", source=task.key)
         return proc.pid
 
-    def _rotate(self, log_path: Path) -> None:
-        """Keep an earlier attempt's log as ``<task>.<n>.log`` instead of appending to it."""
-        if log_path.exists() and log_path.stat().st_size > 0:
-            n = 0
-            while log_path.with_suffix(f".{n}.log").exists():
-                n += 1
-            log_path.rename(log_path.with_suffix(f".{n}.log"))
-
     def _mark_running(self, pids: dict[str, int]) -> None:
         def change(rec: JobRecord) -> None:
             for task in rec.tasks:
@@ -201,12 +216,16 @@ class Supervisor:
 
         self.update(change)
 
-    def _watch(self) -> Decision | None:
+    def _watch(self) -> Outcome:
         assert self.spec is not None
         while True:
             if self._stop_requested():
                 self._terminate_all("stopped on request")
                 return None
+            preempted = self._preemption()
+            if preempted is not None:
+                self._terminate_all(preempted.why)
+                return preempted
             exited = [(k, p) for k, p in self.procs.items() if p.poll() is not None]
             if not exited:
                 time.sleep(POLL_SECONDS)
@@ -282,6 +301,15 @@ class Supervisor:
 
     # -- end -----------------------------------------------------------------------------
 
+    def _requeue(self) -> None:
+        with self.store.locked():
+            rec = self.store.read_job(self.job_id)
+            if not rec.stop_requested:
+                requeue(self.store, rec)
+                schedule(self.store)
+                return
+        self._finish(None)  # a stop asked for while the tasks were being preempted wins
+
     def _finish(self, decision: Decision | None) -> None:
         with self.store.locked():
             rec = self.store.read_job(self.job_id)
@@ -297,7 +325,9 @@ class Supervisor:
                     t.state = TaskState.STOPPED
             rec.completed_time = now()
             rec.supervisor_pid = None
+            rec.preemption = None  # it ended before a preemption could requeue it
             self.store.write_job(rec)
+            self.store.preempt_marker(self.job_id).unlink(missing_ok=True)
             reason = "Stopped" if decision is None else decision.state.value.capitalize()
             self.event(reason, rec.sub_state or "", warning=rec.state == JobState.FAILED)
             schedule(self.store)
