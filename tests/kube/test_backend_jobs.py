@@ -314,7 +314,7 @@ async def test_name_taken_is_409_with_a_suggestion_and_failed_submission_leaves_
         },
     ]
     with pytest.raises(BadRequest):
-        await backend._create_all(objects, 0, names)
+        await backend.lifecycle.create(objects, 0, names)
     after = {
         c.metadata.name for c in core.list_namespaced_config_map(NS, label_selector=OWNED).items
     }

@@ -1,15 +1,114 @@
 """Task logs streamed from the API server (``pods/log``) chunk by chunk, never buffered
-whole; secrets' values are blanked line by line on the way through."""
+whole; secrets' values are blanked line by line on the way through. A task's earlier
+attempts are the pods it replaced and its container's previous instance."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
 import aiohttp
 
-from ...spec.render import redact
-from .rest import Rest
+from ...errors import BadRequest, NotFound
+from ...spec.protocol import JobProtocol
+from ...spec.render import MIN_SEARCHED_SECRET, redact
+from ..base import LogQuery, LogStream
+from .jobssh import needs_job_key
+from .naming import JobNames
+from .resources import SECRET
+from .rest import ApiError, Rest, path, typed
+from .states import JobView, Task
+
+
+async def task_log(
+    rest: Rest,
+    namespace: str,
+    job_id: str,
+    job: JobProtocol,
+    names: JobNames,
+    view: JobView,
+    query: LogQuery,
+) -> LogStream:
+    """The log ``query`` asks for, of one task of a job as ``view`` shows it."""
+    role = query.role or next(iter(job.task_roles))
+    task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
+    if task is None:
+        raise NotFound(f"job {job_id} has no task {role}-{query.index}")
+    if task.pod is None:
+        return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
+    if query.offset is not None and query.offset < 0:
+        raise BadRequest("offset must be ≥ 0")
+    pod, previous = attempt_pod(task, query.attempt, job_id)
+    try:
+        if (query.offset is not None or query.limit is not None) and query.tail is None:
+            size, data = await ranged_pod_log(
+                rest,
+                namespace,
+                pod,
+                offset=query.offset or 0,
+                limit=query.limit,
+                previous=previous,
+                secrets=await secret_values(rest, namespace, job, names),
+            )
+            return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
+        chunks = await pod_log(
+            rest,
+            namespace,
+            pod,
+            follow=query.follow and pod == task.pod and not previous and not task.state.terminal,
+            tail=query.tail,
+            previous=previous,
+            limit=query.limit,
+            secrets=await secret_values(rest, namespace, job, names),
+        )
+    except ApiError as error:
+        if error.status == 400 and previous:
+            raise NotFound(
+                f"Kubernetes no longer keeps attempt {query.attempt} of task {role}-{query.index}"
+            ) from None
+        if error.status == 400:  # the container has not started: no log yet
+            return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
+        raise typed(error) from None
+    return LogStream(size=0, chunks=chunks, role=role, index=query.index)
+
+
+def attempt_pod(task: Task, attempt: int | None, job_id: str) -> tuple[str, bool]:
+    """The pod, and whether its previous container, that ran `attempt` of a task.
+    Attempts are the failed pods it replaced (a Job's retries), oldest first, then the
+    instances of its current pod's container (restarts), of which the kubelet keeps
+    the last terminated one."""
+    assert task.pod is not None
+    if attempt is None or attempt == task.retries:
+        return task.pod, False
+    where = f"task {task.role}-{task.index} of job {job_id}"
+    if attempt < 0 or attempt > task.retries:
+        raise NotFound(f"{where} has no attempt {attempt} (attempts 0 to {task.retries})")
+    if attempt < len(task.earlier_pods):
+        return task.earlier_pods[attempt], False
+    if attempt == task.retries - 1:
+        return task.pod, True
+    raise NotFound(f"Kubernetes no longer keeps attempt {attempt} of {where}")
+
+
+async def secret_values(rest: Rest, namespace: str, job: JobProtocol, names: JobNames) -> list[str]:
+    """The values to blank in logs: the stored spec hides them, the Secret holds them
+    (with the job's ssh key pair)."""
+    if not job.secrets and not needs_job_key(job):
+        return []
+    try:
+        secret = await rest.get(path(SECRET, namespace, names.secret))
+    except ApiError:
+        return []
+    values = {
+        base64.b64decode(v).decode(errors="replace") for v in (secret.get("data") or {}).values()
+    }
+    return sorted((v for v in values if len(v) >= MIN_SEARCHED_SECRET), key=len, reverse=True)
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    if data:
+        yield data
 
 
 async def pod_log(

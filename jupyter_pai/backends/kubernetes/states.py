@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from ...spec.protocol import JobProtocol
@@ -78,6 +78,11 @@ class JobView:
     launched: datetime | None = None
     completed: datetime | None = None
     active_pods: list[str] = field(default_factory=list)
+
+
+def now() -> str:
+    """The current time as Kubernetes writes timestamps."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(value: Any) -> datetime | None:

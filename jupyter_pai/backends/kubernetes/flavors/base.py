@@ -1,14 +1,20 @@
 """What every flavour provides: the objects of a job (in creation order), how peers are
-named, how a stop is expressed, and which kinds the watch cache follows."""
+named, how a stop is expressed, which kinds the watch cache follows, what its virtual
+clusters are made of, and why a job waits. The backend holds no flavour logic: a new
+flavour is a subclass here plus its tests."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ....errors import FieldError, SpecError
 from ....spec.protocol import JobProtocol
 from ....spec.render import public_spec
+from ...models import JobSummary, Resources, VirtualCluster
+from .. import vcs
 from ..naming import (
     ANN_FLAVOR,
     ANN_JOB_ID,
@@ -20,8 +26,12 @@ from ..naming import (
     JobNames,
     base_labels,
 )
-from ..pods import Manifest, PeerHost, PodOptions, default_peer_host
-from ..resources import CONFIG_MAP, EVENT, POD, Kind
+from ..pods import Manifest, PodOptions, default_peer_host
+from ..resources import CONFIG_MAP, Kind
+from ..states import waiting_reason
+
+#: Every watched object of one kind (the backend's watch cache, read only).
+ObjectsOf = Callable[[Kind], list[Manifest]]
 
 
 @dataclass(frozen=True)
@@ -75,8 +85,18 @@ class Flavor:
     name: ClassVar[str] = "abstract"
     #: The kind of the object holding the spec.
     primary_kind: ClassVar[Kind] = CONFIG_MAP
-    #: Namespaced kinds the watch cache follows (the primary kind, pods and events always).
+    #: Namespaced kinds of the job's own objects besides the primary and pods, watched by
+    #: our managed-by label (the primary kind, pods and events are always watched).
     extra_kinds: ClassVar[tuple[Kind, ...]] = ()
+    #: Namespaced kinds others make that say how a job is scheduled (a controller's pod
+    #: group, an admin's quota), watched unfiltered; a job's are those labelled with it or
+    #: owned by its primary.
+    foreign_kinds: ClassVar[tuple[Kind, ...]] = ()
+    #: Cluster-scoped kinds the virtual clusters are made of, watched unfiltered.
+    cluster_kinds: ClassVar[tuple[Kind, ...]] = ()
+    #: The kind (of ``extra_kinds`` or ``foreign_kinds``) whose ``Unschedulable``
+    #: condition says why a gang waits.
+    pod_group_kind: ClassVar[Kind | None] = None
     #: Pod annotation carrying the instance index, for per-role templates.
     index_annotation: ClassVar[str | None] = None
 
@@ -84,17 +104,8 @@ class Flavor:
         self.options = options
         self.settings = settings
 
-    @property
-    def watched(self) -> tuple[Kind, ...]:
-        kinds = [self.primary_kind, POD, EVENT, *self.extra_kinds]
-        return tuple(dict.fromkeys(kinds))
-
     def peer_host(self, names: JobNames, role: str, index: int) -> str:
         return default_peer_host(names, role, index)
-
-    @property
-    def peer(self) -> PeerHost:
-        return self.peer_host
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         raise NotImplementedError
@@ -116,6 +127,68 @@ class Flavor:
             return role, int(raw) if raw is not None else None
         except ValueError:
             return role, None
+
+    # -- virtual clusters ------------------------------------------------------------------
+
+    def virtual_clusters(
+        self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
+    ) -> list[VirtualCluster] | None:
+        """The virtual clusters the scheduler defines, with ``jobs`` counted in them.
+        ``cluster`` is the nodes' total, None where only caps matter (waiting reasons,
+        submission checks). None: the scheduler has no listing, so any name is accepted."""
+        return None
+
+    def check_virtual_cluster(
+        self, job: JobProtocol, known: Mapping[str, VirtualCluster] | None
+    ) -> None:
+        """Refuse a job its virtual cluster does not exist for or can never hold at once
+        (``known`` from :meth:`virtual_clusters` with no cluster size)."""
+        if known is None:
+            return
+        vc = job.virtual_cluster
+        if vc not in known:
+            choices = ", ".join(sorted(known)) or "none"
+            raise SpecError(
+                [
+                    FieldError(
+                        "defaults.virtualCluster",
+                        f"no virtual cluster {vc!r}; choose one of {choices}",
+                    )
+                ]
+            )
+        cap = known[vc].capacity.gpu
+        if cap < vcs.UNLIMITED.gpu and job.total_gpus > cap:
+            role = next(r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0)
+            raise SpecError(
+                [
+                    FieldError(
+                        f"taskRoles.{role}.resourcePerInstance.gpu",
+                        f"the job needs {job.total_gpus} GPUs at once but virtual cluster {vc} has "
+                        f"{cap}; ask for fewer GPUs or instances, or use another virtual cluster",
+                    )
+                ]
+            )
+
+    # -- why a job waits -------------------------------------------------------------------
+
+    def waiting_reason(
+        self,
+        job: JobProtocol,
+        *,
+        vc: VirtualCluster | None,
+        events: Sequence[Manifest],
+        related: Mapping[Kind, list[Manifest]],
+    ) -> str:
+        """Why a WAITING job waits, from its VC's use, the events of its objects, and its
+        objects of ``extra_kinds`` / ``foreign_kinds`` (``related``)."""
+        groups = related.get(self.pod_group_kind, []) if self.pod_group_kind else []
+        return waiting_reason(
+            job,
+            vc=vcs.usage(vc),
+            events=events,
+            pod_group=groups[0] if groups else None,
+            gpu_resource=self.options.gpu_resource,
+        )
 
 
 def config_map_primary(job: JobProtocol, names: JobNames, flavor: str) -> Manifest:

@@ -7,7 +7,8 @@ GPUs a ResourceQuota caps. For clusters without Volcano (and the project's test 
   count as a failure and the pod is recreated;
 * the completion policy across roles is enforced by the backend (batch Jobs are per role).
 
-Stop suspends every batch Job (their pods go) and marks the job stopped.
+Stop suspends every batch Job (their pods go) and marks the job stopped. A ResourceQuota
+cannot lend, so a virtual cluster is its cap and nothing more.
 """
 
 from __future__ import annotations
@@ -15,18 +16,75 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ....spec.protocol import JobProtocol
+from ...models import JobState, JobSummary, Resources, VirtualCluster
+from .. import vcs
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, headless_service, pod_template, secret_manifest
-from ..resources import BATCH_JOB, GANG_POD_GROUP, RESOURCE_QUOTA, Kind
-from .base import Built, Flavor, StopStep, config_map_primary
+from ..resources import BATCH_JOB, GANG_POD_GROUP, PRIORITY_CLASS, RESOURCE_QUOTA, Kind
+from ..states import Obj
+from .base import Built, Flavor, ObjectsOf, StopStep, config_map_primary
 
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 VC_PRIORITY_PREFIX = "vc-"
 
 
+def priority_class_virtual_clusters(
+    priority_classes: list[Obj],
+    quotas: list[Obj],
+    jobs: list[JobSummary],
+    cluster: Resources,
+    prefix: str,
+    gpu: str,
+) -> list[VirtualCluster]:
+    out = []
+    for pc in sorted(priority_classes, key=lambda p: p["metadata"]["name"]):
+        pc_name = pc["metadata"]["name"]
+        if not pc_name.startswith(prefix):
+            continue
+        name = pc_name[len(prefix) :]
+        quota = next((q for q in quotas if _quota_scope(q) == pc_name), None)
+        if quota is not None:
+            hard = vcs.resources(
+                (quota.get("status") or {}).get("hard") or quota["spec"].get("hard"),
+                gpu,
+                "requests.",
+            )
+            used = vcs.resources((quota.get("status") or {}).get("used"), gpu, "requests.")
+            cap = Resources(
+                gpu=hard.gpu,
+                cpu=hard.cpu or cluster.cpu,
+                memory_mb=hard.memory_mb or cluster.memory_mb,
+            )
+        else:
+            cap = cluster
+            used = Resources(
+                gpu=sum(
+                    j.total_gpu_number
+                    for j in jobs
+                    if j.virtual_cluster == name and j.state == JobState.RUNNING
+                )
+            )
+        description = str(pc.get("description") or f"priority class {pc_name}")
+        out.append(vcs.virtual_cluster(name, cap, used, jobs, description))
+    return out
+
+
+def _quota_scope(quota: Obj) -> str | None:
+    for expr in ((quota.get("spec") or {}).get("scopeSelector") or {}).get(
+        "matchExpressions"
+    ) or []:
+        if expr.get("scopeName") == "PriorityClass" and expr.get("operator") == "In":
+            values = expr.get("values") or []
+            return str(values[0]) if values else None
+    return None
+
+
 class NativeFlavor(Flavor):
     name = "native"
-    extra_kinds: ClassVar[tuple[Kind, ...]] = (BATCH_JOB, GANG_POD_GROUP, RESOURCE_QUOTA)
+    extra_kinds: ClassVar[tuple[Kind, ...]] = (BATCH_JOB, GANG_POD_GROUP)
+    foreign_kinds: ClassVar[tuple[Kind, ...]] = (RESOURCE_QUOTA,)
+    cluster_kinds: ClassVar[tuple[Kind, ...]] = (PRIORITY_CLASS,)
+    pod_group_kind = GANG_POD_GROUP
     index_annotation = INDEX_ANNOTATION
 
     @property
@@ -97,3 +155,15 @@ class NativeFlavor(Flavor):
         ]
         # Pods of a finished index are not removed by suspend; delete whatever is left.
         return [*steps, StopStep("delete_pods")]
+
+    def virtual_clusters(
+        self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
+    ) -> list[VirtualCluster] | None:
+        return priority_class_virtual_clusters(
+            objects(PRIORITY_CLASS),
+            objects(RESOURCE_QUOTA),
+            jobs,
+            cluster if cluster is not None else vcs.UNLIMITED,
+            self.priority_prefix,
+            self.options.gpu_resource,
+        )

@@ -11,7 +11,9 @@ webhook behave the same. OpenPAI semantics on Volcano's lifecycle policies:
   (``TaskCompleted → CompleteJob``); other thresholds are enforced by the backend;
 * eviction restarts the whole job (``PodEvicted → RestartJob``), like OpenPAI.
 
-Stop is a bus ``Command`` with ``AbortJob``: the job stays, in phase ``Aborted``.
+Stop is a bus ``Command`` with ``AbortJob``: the job stays, in phase ``Aborted``. A virtual
+cluster is a Volcano ``Queue`` (capability, else deserved, else guarantee); a waiting gang
+says why through its PodGroup's ``Unschedulable`` condition.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ....spec.protocol import JobProtocol
+from ...models import JobSummary, Resources, VirtualCluster
+from .. import vcs
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, headless_service, pod_template, secret_manifest
 from ..resources import VOLCANO_COMMAND, VOLCANO_JOB, VOLCANO_POD_GROUP, VOLCANO_QUEUE, Kind
-from .base import Built, Flavor, StopStep, primary_metadata
+from ..states import Obj
+from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
 
 SCHEDULER = "volcano"
 TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
@@ -41,11 +46,44 @@ def task_policies(job: JobProtocol, role: str) -> list[dict[str, Any]]:
     return policies
 
 
+def queue_capacity(queue: Obj, cluster: Resources, gpu: str) -> Resources:
+    """capability, else deserved, else guarantee, else the whole cluster."""
+    spec = queue.get("spec") or {}
+    for listing in (
+        spec.get("capability"),
+        spec.get("deserved"),
+        (spec.get("guarantee") or {}).get("resource"),
+    ):
+        if listing:
+            r = vcs.resources(listing, gpu)
+            return Resources(
+                gpu=r.gpu if gpu in listing else cluster.gpu,
+                cpu=r.cpu if "cpu" in listing else cluster.cpu,
+                memory_mb=r.memory_mb if "memory" in listing else cluster.memory_mb,
+            )
+    return cluster
+
+
+def queue_virtual_clusters(
+    queues: list[Obj], jobs: list[JobSummary], cluster: Resources, gpu: str
+) -> list[VirtualCluster]:
+    out = []
+    for q in sorted(queues, key=lambda q: q["metadata"]["name"]):
+        name = q["metadata"]["name"]
+        cap = queue_capacity(q, cluster, gpu)
+        used = vcs.resources((q.get("status") or {}).get("allocated"), gpu)
+        state = (q.get("status") or {}).get("state") or "Open"
+        out.append(vcs.virtual_cluster(name, cap, used, jobs, f"Volcano queue {name} ({state})"))
+    return out
+
+
 class VolcanoFlavor(Flavor):
     name = "volcano"
     primary_kind = VOLCANO_JOB
-    extra_kinds: ClassVar[tuple[Kind, ...]] = (VOLCANO_POD_GROUP,)
+    # Volcano's controller makes the PodGroup (owned by the Job), not us.
+    foreign_kinds: ClassVar[tuple[Kind, ...]] = (VOLCANO_POD_GROUP,)
     cluster_kinds: ClassVar[tuple[Kind, ...]] = (VOLCANO_QUEUE,)
+    pod_group_kind = VOLCANO_POD_GROUP
     index_annotation = TASK_INDEX_ANNOTATION
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
@@ -126,3 +164,15 @@ class VolcanoFlavor(Flavor):
             "message": f"stopped by {names.user}",
         }
         return [StopStep("create", VOLCANO_COMMAND, body=command)]
+
+    def virtual_clusters(
+        self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
+    ) -> list[VirtualCluster] | None:
+        # With no cluster size a queue without caps reads as 0 GPUs, as it always has;
+        # guarantee/deserved/reclaim semantics (issue 9, part 4) will revisit this.
+        return queue_virtual_clusters(
+            objects(VOLCANO_QUEUE),
+            jobs,
+            cluster if cluster is not None else Resources(),
+            self.options.gpu_resource,
+        )

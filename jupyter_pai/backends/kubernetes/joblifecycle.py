@@ -1,0 +1,210 @@
+"""Writing a job's objects: the checks a submission needs the cluster for, creation in
+order with rollback, and ending a job through its flavour's stop steps — when its user
+stops it, or when the completion policy has decided while pods still run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...errors import Conflict, FieldError, Forbidden, SpecError, Unavailable
+from ...spec.protocol import JobProtocol
+from ..models import JobState
+from .jobviews import OWNED, Derived, JobViews
+from .naming import ANN_OUTCOME, ANN_STOP, LABEL_JOB, JobNames
+from .resources import POD, kind_of
+from .rest import ApiError, Obj, Rest, path, typed
+from .states import JobView, now
+
+
+def _owner(obj: Obj) -> dict[str, Any]:
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "blockOwnerDeletion": False,
+    }
+
+
+class JobLifecycle:
+    """Creates, stops and ends the jobs that ``views`` shows, through ``rest()``."""
+
+    def __init__(
+        self, views: JobViews, rest: Callable[[], Rest], log: logging.Logger | Any
+    ) -> None:
+        self.views = views
+        self.flavor = views.flavor
+        self.namespace = views.namespace
+        self.rest = rest
+        self.log = log
+        self._ending: set[str] = set()
+
+    # -- submission ------------------------------------------------------------------------
+
+    def check(self, job: JobProtocol, allowed: Sequence[str]) -> None:
+        """Refuse, field by field, what the cluster cannot run: a virtual cluster the user
+        may not use or the flavour does not have or cannot fit, a storage that is not there."""
+        vc = job.virtual_cluster
+        if allowed and vc not in allowed:
+            raise SpecError(
+                [
+                    FieldError(
+                        "defaults.virtualCluster",
+                        f"you may not use virtual cluster {vc!r}; yours: {', '.join(allowed)}",
+                    )
+                ]
+            )
+        self.flavor.check_virtual_cluster(job, self.views.virtual_cluster_caps())
+        claims = self.views.claims()
+        for i, mount in enumerate(job.extras.storages):
+            if mount.name not in claims:
+                raise SpecError(
+                    [
+                        FieldError(
+                            f"extras.storages.{i}.name",
+                            f"no storage {mount.name!r}; yours: {', '.join(sorted(claims)) or 'none'}",
+                        )
+                    ]
+                )
+
+    def _suggest(self, names: JobNames) -> str:
+        n = 2
+        while self.views.taken(f"{names.user}~{names.name}-{n}"):
+            n += 1
+        return f"{names.name}-{n}"
+
+    def conflict(self, names: JobNames) -> Conflict:
+        return Conflict(
+            f"job name {names.name!r} is taken; choose another, e.g. {self._suggest(names)!r}",
+            [FieldError("name", "is already used by another of your jobs")],
+        )
+
+    async def create(self, objects: list[Obj], primary_index: int, names: JobNames) -> Obj:
+        """Create in order; the objects before the primary get their owner reference once it
+        exists, those after it at creation. Any failure deletes what was created."""
+        rest = self.rest()
+        ns = self.namespace
+        created: list[Obj] = []
+        primary: Obj | None = None
+        try:
+            for i, manifest in enumerate(objects):
+                body = json.loads(json.dumps(manifest))
+                body["metadata"]["namespace"] = ns
+                if primary is not None:
+                    body["metadata"]["ownerReferences"] = [_owner(primary)]
+                try:
+                    obj = await rest.create(kind_of(body), ns, body)
+                except ApiError as error:
+                    if error.status == 409 and i == primary_index:
+                        raise self.conflict(names) from None
+                    if error.status == 409:
+                        raise Conflict(
+                            f"object {body['metadata'].get('name')} of job {names.job_id} already exists; "
+                            f"choose another name, e.g. {self._suggest(names)!r}"
+                        ) from None
+                    raise typed(error) from None
+                created.append(obj)
+                if i == primary_index:
+                    primary = obj
+                    for earlier in created[:-1]:
+                        await rest.patch(
+                            kind_of(earlier),
+                            ns,
+                            earlier["metadata"]["name"],
+                            {"metadata": {"ownerReferences": [_owner(primary)]}},
+                        )
+        except BaseException:
+            for obj in reversed(created):
+                with contextlib.suppress(Exception):
+                    await rest.delete(kind_of(obj), ns, obj["metadata"]["name"])
+            raise
+        assert primary is not None
+        return primary
+
+    # -- stop and completion ---------------------------------------------------------------
+
+    async def stop(self, job_id: str, user: str) -> tuple[Obj, Derived]:
+        """Mark the job stopped and run the flavour's stop steps; a job that has ended or is
+        stopping is left as it is. The primary and view as they are afterwards."""
+        primary = self.views.primary(job_id)
+        names = JobNames.from_annotations(primary["metadata"]["annotations"])
+        if names.user != user:
+            raise Forbidden(f"job {job_id} belongs to {names.user}; only they may stop it")
+        d = self.views.view(primary)
+        if d.view.state.terminal or d.view.state == JobState.STOPPING:
+            return primary, d
+        try:
+            primary = await self.rest().patch(
+                self.flavor.primary_kind,
+                self.namespace,
+                primary["metadata"]["name"],
+                {"metadata": {"annotations": {ANN_STOP: now()}}},
+            )
+            await self._run_stop_steps(primary, names)
+        except ApiError as error:
+            raise typed(error) from None
+        return primary, self.views.view(primary)
+
+    async def _run_stop_steps(self, primary: Obj, names: JobNames) -> None:
+        rest = self.rest()
+        ns = self.namespace
+        for step in self.flavor.stop_steps(primary, names):
+            if step.op == "create" and step.kind is not None:
+                await rest.create(
+                    step.kind,
+                    ns,
+                    {**step.body, "metadata": {**step.body["metadata"], "namespace": ns}},
+                )
+            elif step.op == "patch" and step.kind is not None and step.name:
+                with contextlib.suppress(ApiError):
+                    await rest.patch(step.kind, ns, step.name, step.body)
+            elif step.op == "delete_pods":
+                await rest.call(
+                    "DELETE",
+                    path(POD, ns),
+                    query={"labelSelector": f"{OWNED},{LABEL_JOB}={names.base}"},
+                )
+
+    def end_if_decided(self, primary: Obj, names: JobNames, view: JobView) -> None:
+        """The completion policy decided while pods still run (a ps after its workers
+        succeeded): record the outcome and stop what is left, once, in the background."""
+        annotations = primary["metadata"].get("annotations") or {}
+        if (
+            view.state not in (JobState.SUCCEEDED, JobState.FAILED)
+            or not view.active_pods
+            or ANN_OUTCOME in annotations
+            or names.job_id in self._ending
+        ):
+            return
+        try:
+            rest = self.rest()
+        except Unavailable:
+            return  # not started: nothing can be written yet
+        self._ending.add(names.job_id)
+        outcome = {
+            "state": view.state.value,
+            "reason": view.sub_state,
+            "exitCode": view.exit_code,
+            "time": now(),
+        }
+
+        async def run() -> None:
+            try:
+                await rest.patch(
+                    self.flavor.primary_kind,
+                    self.namespace,
+                    primary["metadata"]["name"],
+                    {"metadata": {"annotations": {ANN_OUTCOME: json.dumps(outcome)}}},
+                )
+                await self._run_stop_steps(primary, names)
+            except Exception:
+                self.log.exception("jupyter-pai: ending job %s failed", names.job_id)
+            finally:
+                self._ending.discard(names.job_id)
+
+        asyncio.get_running_loop().create_task(run())

@@ -1,0 +1,338 @@
+"""Jobs as the API shows them, read from the shared watch cache: which reflectors a flavour
+needs, and what is derived from a job's objects (spec, state, waiting reason, summary),
+memoised per job so that listing jobs costs no API-server request and little CPU."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import NotFound
+from ...spec.protocol import JobProtocol
+from ...spec.render import public_spec
+from ..models import (
+    JobDetail,
+    JobEvent,
+    JobFilter,
+    JobState,
+    JobSummary,
+    Resources,
+    TaskStatus,
+    VirtualCluster,
+)
+from .flavors import Flavor
+from .naming import (
+    ANN_JOB_ID,
+    ANN_SPEC,
+    LABEL_JOB,
+    LABEL_MANAGED_BY,
+    LABEL_PRIMARY,
+    MANAGED_BY,
+    JobNames,
+)
+from .resources import EVENT, POD, PVC, Kind
+from .rest import Obj, Rest
+from .states import JobView, job_view, now
+from .watch import Reflector, WatchCache
+
+OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+
+#: Called with every view computed or reused (the completion policy acts on it).
+ViewHook = Callable[[Obj, JobNames, JobView], None]
+
+
+@dataclass
+class Derived:
+    rv: Any  # the primary's resourceVersion the spec was parsed from
+    key: tuple[Any, ...]
+    waiting: bool
+    job: JobProtocol
+    names: JobNames
+    view: JobView
+    summary: JobSummary
+
+
+def _labels_and_owners(obj: Obj) -> list[str]:
+    meta = obj["metadata"]
+    return [
+        meta.get("labels", {}).get(LABEL_JOB, ""),
+        *(r.get("name", "") for r in meta.get("ownerReferences") or []),
+    ]
+
+
+class JobViews:
+    """The watch cache of one namespace's jobs, and their views derived from it."""
+
+    # Reflectors a waiting reason does not read (the job's own pods are in its key anyway).
+    _NOT_WAITING_INPUTS = frozenset(("primary", "pods", "claims"))
+
+    def __init__(self, flavor: Flavor, namespace: str) -> None:
+        self.flavor = flavor
+        self.namespace = namespace
+        self.cache = WatchCache()
+        self.on_view: ViewHook | None = None
+        # Reflector name of each kind the flavour asked for.
+        self._kinds: dict[Kind, str] = {}
+        # By primary uid; valid while the key `_key` computes from the cache holds.
+        self._derived: dict[str, Derived] = {}
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def watch(self, rest: Rest, *, claims_selector: str | None) -> None:
+        """Add the reflectors: primaries, pods, events, the flavour's kinds, then claims."""
+        ns, flavor = self.namespace, self.flavor
+        self.cache.add(
+            "primary",
+            Reflector(
+                rest,
+                flavor.primary_kind,
+                ns,
+                label_selector=f"{OWNED},{LABEL_PRIMARY}=true",
+                index=lambda o: [o["metadata"].get("annotations", {}).get(ANN_JOB_ID, "")],
+            ),
+        )
+        self.cache.add(
+            "pods",
+            Reflector(
+                rest,
+                POD,
+                ns,
+                label_selector=OWNED,
+                index=lambda o: [o["metadata"].get("labels", {}).get(LABEL_JOB, "")],
+            ),
+        )
+        self.cache.add(
+            "events",
+            Reflector(
+                rest, EVENT, ns, index=lambda o: [(o.get("involvedObject") or {}).get("name", "")]
+            ),
+        )
+        for kind in flavor.extra_kinds:
+            self._add(
+                kind, Reflector(rest, kind, ns, label_selector=OWNED, index=_labels_and_owners)
+            )
+        for kind in flavor.foreign_kinds:
+            self._add(kind, Reflector(rest, kind, ns, index=_labels_and_owners))
+        for kind in flavor.cluster_kinds:
+            self._add(kind, Reflector(rest, kind, None))
+        self.cache.add("claims", Reflector(rest, PVC, ns, label_selector=claims_selector))
+
+    def _add(self, kind: Kind, reflector: Reflector) -> None:
+        name = kind.plural if kind.plural not in self.cache.reflectors else kind.kind
+        self._kinds[kind] = name
+        self.cache.add(name, reflector)
+
+    def objects(self, kind: Kind) -> list[Obj]:
+        """Every watched object of one of the flavour's kinds."""
+        return self.cache[self._kinds[kind]].values()
+
+    # -- one job ---------------------------------------------------------------------------
+
+    def primary(self, job_id: str) -> Obj:
+        self.cache.check()
+        found = self.cache["primary"].by_index(job_id)
+        if not found:
+            raise NotFound(f"no job {job_id!r} in namespace {self.namespace}")
+        return found[0]
+
+    def taken(self, job_id: str) -> bool:
+        return bool(self.cache["primary"].by_index(job_id))
+
+    def claims(self) -> set[str]:
+        return {c["metadata"]["name"] for c in self.cache["claims"].values()}
+
+    def pods(self, names: JobNames) -> list[tuple[str | None, int | None, Obj]]:
+        return [(*self.flavor.role_index(p), p) for p in self.cache["pods"].by_index(names.base)]
+
+    def _related(self, names: JobNames, primary: Obj) -> dict[Kind, list[Obj]]:
+        """The job's objects of the flavour's namespaced kinds: labelled with it or owned."""
+        out = {}
+        for kind in (*self.flavor.extra_kinds, *self.flavor.foreign_kinds):
+            reflector = self.cache[self._kinds[kind]]
+            out[kind] = reflector.by_index(names.base) + reflector.by_index(
+                primary["metadata"]["name"]
+            )
+        return out
+
+    def _events(self, names: JobNames, primary: Obj, related: dict[Kind, list[Obj]]) -> list[Obj]:
+        about = {primary["metadata"]["name"], names.base}
+        about |= {p["metadata"]["name"] for _, _, p in self.pods(names)}
+        about |= {names.role_object(r) for r in names.roles}
+        about |= {o["metadata"]["name"] for objs in related.values() for o in objs}
+        events: list[Obj] = []
+        for name in about:
+            events += self.cache["events"].by_index(name)
+        return events
+
+    def events(self, job_id: str) -> list[JobEvent]:
+        primary = self.primary(job_id)
+        names = JobNames.from_annotations(primary["metadata"]["annotations"])
+        pod_source = {
+            p["metadata"]["name"]: f"{role}-{index}"
+            for role, index, p in self.pods(names)
+            if role is not None
+        }
+        out = []
+        for e in self._events(names, primary, self._related(names, primary)):
+            when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
+            if not when:
+                when = e["metadata"].get("creationTimestamp")
+            obj = (e.get("involvedObject") or {}).get("name", "")
+            out.append(
+                JobEvent(
+                    time=when,
+                    type=e.get("type") or "Normal",
+                    reason=e.get("reason") or "",
+                    message=e.get("message") or "",
+                    source=pod_source.get(obj, "job"),
+                )
+            )
+        return sorted(out, key=lambda ev: ev.time)
+
+    # -- derived views ---------------------------------------------------------------------
+
+    def _waiting_inputs(self) -> tuple[int, ...]:
+        return tuple(
+            r.version for k, r in self.cache.reflectors.items() if k not in self._NOT_WAITING_INPUTS
+        )
+
+    def _key(
+        self, primary: Obj, names: JobNames, waiting: bool, inputs: tuple[int, ...] | None
+    ) -> tuple[Any, ...]:
+        """Changes whenever the job's view may: its primary or its pods changed, or, for a
+        waiting job, anything its waiting reason reads (events, pod groups, quotas…)."""
+        key: tuple[Any, ...] = (
+            primary["metadata"].get("resourceVersion"),
+            self.cache["pods"].index_version(names.base),
+        )
+        if waiting:
+            key += inputs if inputs is not None else self._waiting_inputs()
+        return key
+
+    def view(self, primary: Obj, inputs: tuple[int, ...] | None = None) -> Derived:
+        meta = primary["metadata"]
+        uid = str(meta.get("uid", ""))
+        cached = self._derived.get(uid)
+        if cached is not None and cached.rv == meta.get("resourceVersion"):
+            job, names = cached.job, cached.names
+            if cached.key == self._key(primary, names, cached.waiting, inputs):
+                self._notify(primary, names, cached.view)
+                return cached
+        else:
+            job = JobProtocol.model_validate(json.loads(meta["annotations"][ANN_SPEC]))
+            names = JobNames.from_annotations(meta["annotations"])
+        view = job_view(job, names, primary, self.pods(names))
+        if view.state == JobState.WAITING:
+            related = self._related(names, primary)
+            view.waiting_reason = self.flavor.waiting_reason(
+                job,
+                vc=(self.virtual_cluster_caps() or {}).get(job.virtual_cluster),
+                events=self._events(names, primary, related),
+                related=related,
+            )
+        waiting = view.state == JobState.WAITING
+        derived = Derived(
+            rv=meta.get("resourceVersion"),
+            key=self._key(primary, names, waiting, inputs),
+            waiting=waiting,
+            job=job,
+            names=names,
+            view=view,
+            summary=summary(primary, job, names, view),
+        )
+        self._derived[uid] = derived
+        self._notify(primary, names, view)
+        return derived
+
+    def _notify(self, primary: Obj, names: JobNames, view: JobView) -> None:
+        if self.on_view is not None:
+            self.on_view(primary, names, view)
+
+    def detail(self, job_id: str) -> JobDetail:
+        primary = self.primary(job_id)
+        d = self.view(primary)
+        return detail(primary, d.job, d.names, d.view)
+
+    def summaries(self, query: JobFilter | None = None) -> list[JobSummary]:
+        self.cache.check()
+        primaries = self.cache["primary"].values()
+        jobs = []
+        inputs = self._waiting_inputs()
+        for primary in primaries:
+            try:
+                jobs.append(self.view(primary, inputs).summary)
+            except (KeyError, ValueError):
+                continue  # not one of ours, or written by an incompatible version
+        if len(self._derived) > len(primaries):  # forget deleted jobs
+            alive = {p["metadata"].get("uid") for p in primaries}
+            self._derived = {u: d for u, d in self._derived.items() if u in alive}
+        if query is not None:
+            jobs = [j for j in jobs if query.matches(j)]
+        return sorted(jobs, key=lambda j: j.submission_time, reverse=True)
+
+    # -- virtual clusters ------------------------------------------------------------------
+
+    def virtual_cluster_caps(self) -> dict[str, VirtualCluster] | None:
+        """Virtual clusters by name without jobs' counts (waiting reasons, submission
+        checks); None where the flavour lists none."""
+        found = self.flavor.virtual_clusters(self.objects, [], None)
+        return None if found is None else {v.name: v for v in found}
+
+    def virtual_clusters(
+        self, jobs: list[JobSummary], cluster: Resources, allowed: Sequence[str]
+    ) -> list[VirtualCluster]:
+        found = self.flavor.virtual_clusters(self.objects, jobs, cluster)
+        if found is None:  # the scheduler lists none: those in use or allowed, uncapped
+            names = sorted({j.virtual_cluster for j in jobs} | set(allowed))
+            found = [
+                VirtualCluster(name=n, capacity=cluster, used=Resources(), free=cluster)
+                for n in names or ["default"]
+            ]
+        if allowed:
+            found = [v for v in found if v.name in allowed]
+        return found
+
+
+def summary(primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> JobSummary:
+    return JobSummary(
+        id=names.job_id,
+        name=names.name,
+        user=names.user,
+        state=view.state,
+        sub_state=view.sub_state,
+        virtual_cluster=job.virtual_cluster,
+        retries=view.retries,
+        submission_time=primary["metadata"].get("creationTimestamp") or now(),
+        launched_time=view.launched,
+        completed_time=view.completed if view.state.terminal else None,
+        exit_code=view.exit_code,
+        total_gpu_number=job.total_gpus,
+        total_task_number=job.total_instances,
+        total_task_role_number=len(job.task_roles),
+        waiting_reason=view.waiting_reason,
+    )
+
+
+def detail(primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> JobDetail:
+    tasks = [
+        TaskStatus(
+            role=t.role,
+            index=t.index,
+            state=t.state,
+            node=t.node,
+            ip=t.ip,
+            gpu_number=t.gpus,
+            ports=t.ports,
+            exit_code=t.exit_code,
+            exit_reason=t.exit_reason,
+            retries=t.retries,
+            started_time=t.started,
+            completed_time=t.completed,
+        )
+        for t in view.tasks
+    ]
+    return JobDetail(
+        **summary(primary, job, names, view).model_dump(), spec=public_spec(job), tasks=tasks
+    )
