@@ -1,0 +1,182 @@
+"""The hooks through which the Kubernetes backend asks a flavour for everything a scheduler
+does its own way: kinds to watch, virtual clusters, submission checks, waiting reasons, stop.
+A new flavour adds its cases here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jupyter_pai.backends.kubernetes.flavors import FLAVORS, Flavor
+from jupyter_pai.backends.kubernetes.naming import make_names
+from jupyter_pai.backends.kubernetes.pods import PodOptions
+from jupyter_pai.backends.kubernetes.resources import (
+    BATCH_JOB,
+    JOBSET,
+    PRIORITY_CLASS,
+    RESOURCE_QUOTA,
+    VOLCANO_COMMAND,
+    VOLCANO_QUEUE,
+    Kind,
+)
+from jupyter_pai.backends.models import Resources
+from jupyter_pai.errors import SpecError
+from jupyter_pai.spec import parse_job
+
+OPTIONS = PodOptions(namespace="alice")
+CLUSTER = Resources(gpu=32, cpu=64, memory_mb=262144)
+
+JOB = parse_job(
+    """
+protocolVersion: 2
+name: t
+type: job
+defaults: {virtualCluster: research}
+taskRoles:
+  ps: {instances: 1, commands: [sleep 1], resourcePerInstance: {gpu: 0}}
+  worker: {instances: 2, commands: [sleep 1], resourcePerInstance: {gpu: 2}}
+"""
+).job
+NAMES = make_names(JOB, "alice")
+
+
+def flavor(name: str) -> Flavor:
+    return FLAVORS[name](OPTIONS)
+
+
+def objects(listing: dict[Kind, list[dict[str, Any]]]) -> Any:
+    return lambda kind: listing.get(kind, [])
+
+
+QUEUES: dict[Kind, list[dict[str, Any]]] = {
+    VOLCANO_QUEUE: [
+        {"metadata": {"name": "default"}, "spec": {"weight": 1}},
+        {
+            "metadata": {"name": "research"},
+            "spec": {"capability": {"nvidia.com/gpu": "8"}},
+            "status": {"allocated": {"nvidia.com/gpu": "6"}},
+        },
+    ]
+}
+PRIORITY_CLASSES: dict[Kind, list[dict[str, Any]]] = {
+    PRIORITY_CLASS: [
+        {"metadata": {"name": "vc-research"}},
+        {"metadata": {"name": "vc-default"}},
+        {"metadata": {"name": "system-cluster-critical"}},
+    ],
+    RESOURCE_QUOTA: [
+        {
+            "metadata": {"name": "research-gpus"},
+            "spec": {
+                "hard": {"requests.nvidia.com/gpu": "8"},
+                "scopeSelector": {
+                    "matchExpressions": [
+                        {
+                            "scopeName": "PriorityClass",
+                            "operator": "In",
+                            "values": ["vc-research"],
+                        }
+                    ]
+                },
+            },
+            "status": {"used": {"requests.nvidia.com/gpu": "2"}},
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLAVORS))
+def test_watched_kinds_are_consistent(name: str) -> None:
+    f = flavor(name)
+    assert all(k.namespaced for k in (*f.extra_kinds, *f.foreign_kinds))
+    assert not any(k.namespaced for k in f.cluster_kinds)
+    assert f.pod_group_kind is None or f.pod_group_kind in (*f.extra_kinds, *f.foreign_kinds)
+
+
+def test_volcano_virtual_clusters_are_queues() -> None:
+    vcs = flavor("volcano").virtual_clusters(objects(QUEUES), [], CLUSTER)
+    assert vcs is not None
+    by_name = {v.name: v for v in vcs}
+    assert by_name["default"].capacity == CLUSTER  # no cap: the whole cluster
+    research = by_name["research"]
+    assert (research.capacity.gpu, research.used.gpu, research.free.gpu) == (8, 6, 2)
+    assert research.description == "Volcano queue research (Open)"
+
+
+def test_native_virtual_clusters_are_priority_classes_capped_by_quotas() -> None:
+    vcs = flavor("native").virtual_clusters(objects(PRIORITY_CLASSES), [], CLUSTER)
+    assert vcs is not None
+    by_name = {v.name: v for v in vcs}
+    assert sorted(by_name) == ["default", "research"]  # only the vc- prefix
+    assert (by_name["research"].capacity.gpu, by_name["research"].used.gpu) == (8, 2)
+    assert by_name["default"].capacity == CLUSTER
+
+
+@pytest.mark.parametrize("name", ["kueue", "hived"])
+def test_flavours_without_a_listing_accept_any_virtual_cluster(name: str) -> None:
+    f = flavor(name)
+    assert f.virtual_clusters(objects({}), [], CLUSTER) is None
+    f.check_virtual_cluster(JOB, None)
+
+
+@pytest.mark.parametrize(("name", "listing"), [("volcano", QUEUES), ("native", PRIORITY_CLASSES)])
+def test_submission_checks_against_the_listed_virtual_clusters(
+    name: str, listing: dict[Kind, list[dict[str, Any]]]
+) -> None:
+    f = flavor(name)
+    known = {v.name: v for v in f.virtual_clusters(objects(listing), [], None) or []}
+    f.check_virtual_cluster(JOB, known)  # 4 GPUs fit research's 8
+    big = JOB.model_copy(deep=True)
+    big.task_roles["worker"].instances = 5
+    with pytest.raises(SpecError) as err:
+        f.check_virtual_cluster(big, known)
+    assert err.value.errors[0].path == "taskRoles.worker.resourcePerInstance.gpu"
+    assert "needs 10 GPUs at once but virtual cluster research has 8" in err.value.errors[0].message
+    with pytest.raises(SpecError) as err:
+        f.check_virtual_cluster(JOB, {k: v for k, v in known.items() if k != "research"})
+    assert err.value.errors[0].message == "no virtual cluster 'research'; choose one of default"
+
+
+UNSCHEDULABLE = {
+    "status": {
+        "conditions": [
+            {
+                "type": "Unschedulable",
+                "status": "True",
+                "message": "4/4 tasks in gang unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+            }
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize("name", ["volcano", "native"])
+def test_a_gangs_pod_group_says_why_it_waits(name: str) -> None:
+    f = flavor(name)
+    assert f.pod_group_kind is not None
+    reason = f.waiting_reason(JOB, vc=None, events=[], related={f.pod_group_kind: [UNSCHEDULABLE]})
+    assert reason == "no node has 2 free GPUs (3 nodes short of GPUs)"
+
+
+def test_waiting_reason_reads_the_virtual_clusters_use() -> None:
+    f = flavor("volcano")
+    known = {v.name: v for v in f.virtual_clusters(objects(QUEUES), [], None) or []}
+    reason = f.waiting_reason(JOB, vc=known["research"], events=[], related={})
+    assert reason == "queue research: 6 of 8 GPUs in use, needs 4"
+
+
+def test_stop_steps_per_flavour() -> None:
+    primary = {"metadata": {"name": NAMES.base, "uid": "u1"}}
+    (volcano,) = flavor("volcano").stop_steps(primary, NAMES)
+    assert (volcano.op, volcano.kind, volcano.body["action"]) == (
+        "create",
+        VOLCANO_COMMAND,
+        "AbortJob",
+    )
+    native = flavor("native").stop_steps(primary, NAMES)
+    assert [(s.op, s.kind) for s in native] == [("patch", BATCH_JOB)] * 2 + [("delete_pods", None)]
+    assert all(s.body == {"spec": {"suspend": True}} for s in native[:2])
+    (kueue,) = flavor("kueue").stop_steps(primary, NAMES)
+    assert (kueue.op, kueue.kind, kueue.body) == ("patch", JOBSET, {"spec": {"suspend": True}})
+    assert [s.op for s in flavor("hived").stop_steps(primary, NAMES)] == ["delete_pods"]
