@@ -1,4 +1,7 @@
-/** Every virtual cluster's GPUs: used, free and asked for by waiting jobs. */
+/**
+ * Every virtual cluster's GPUs: used, free and asked for by waiting jobs; where VCs
+ * borrow each other's idle GPUs, also guaranteed, borrowed and lent.
+ */
 
 import * as React from 'react';
 
@@ -10,10 +13,34 @@ function pct(part: number, whole: number): string {
   return whole > 0 ? `${Math.min(100, (100 * part) / whole)}%` : '0%';
 }
 
-export function VcUsage(props: { vc: VirtualCluster }): JSX.Element {
+/** "2 guaranteed · 2 borrowed · 0 lent · may borrow", or '' without a guarantee. */
+export function vcSharing(vc: VirtualCluster): string {
+  if (vc.guaranteedGpus === null || vc.guaranteedGpus === undefined) {
+    return '';
+  }
+  const parts = [
+    `${vc.guaranteedGpus} guaranteed`,
+    `${vc.borrowedGpus ?? 0} borrowed`,
+    `${vc.lentGpus ?? 0} lent`
+  ];
+  if (vc.mayBorrow) {
+    parts.push('may borrow');
+  }
+  if (!vc.mayLend) {
+    parts.push('lends none');
+  }
+  return parts.join(' · ');
+}
+
+export function VcUsage(props: {
+  vc: VirtualCluster;
+  /** Show guaranteed, borrowed and lent GPUs (some VC may borrow). */
+  sharing?: boolean;
+}): JSX.Element {
   const { vc } = props;
   const cap = vc.capacity.gpu;
-  const label = `${vc.name}: ${vc.used.gpu} of ${cap} GPUs used, ${vc.free.gpu} free, ${vc.queued.gpu} asked for by ${vc.queuedJobs} waiting job${vc.queuedJobs === 1 ? '' : 's'}`;
+  const sharing = props.sharing ? vcSharing(vc) : '';
+  const label = `${vc.name}: ${vc.used.gpu} of ${cap} GPUs used, ${vc.free.gpu} free, ${vc.queued.gpu} asked for by ${vc.queuedJobs} waiting job${vc.queuedJobs === 1 ? '' : 's'}${sharing ? `; ${sharing}` : ''}`;
   return (
     <div className="jp-PAI-vc" data-vc={vc.name}>
       <div className="jp-PAI-vc-head">
@@ -52,6 +79,7 @@ export function VcUsage(props: { vc: VirtualCluster }): JSX.Element {
         </span>
         <span>running {vc.runningJobs}</span>
       </div>
+      {sharing && <div className="jp-PAI-muted jp-PAI-vc-sharing">{sharing}</div>}
       {vc.description && <div className="jp-PAI-hint">{vc.description}</div>}
     </div>
   );
@@ -99,12 +127,14 @@ export function ClusterView(props: {
   }
   const total = vcs.reduce(
     (t, vc) => ({
-      cap: t.cap + vc.capacity.gpu,
+      // A borrower's capacity includes other VCs' GPUs: count guarantees.
+      cap: t.cap + (vc.guaranteedGpus ?? vc.capacity.gpu),
       used: t.used + vc.used.gpu,
       queued: t.queued + vc.queuedJobs
     }),
     { cap: 0, used: 0, queued: 0 }
   );
+  const sharing = vcs.some(vc => vc.mayBorrow);
   return (
     <div className="jp-PAI-cluster">
       {model.error && (
@@ -119,7 +149,7 @@ export function ClusterView(props: {
         {total.queued === 1 ? '' : 's'} waiting.
       </div>
       {vcs.map(vc => (
-        <VcUsage key={vc.name} vc={vc} />
+        <VcUsage key={vc.name} vc={vc} sharing={sharing} />
       ))}
       <div className="jp-PAI-section-title">Running over 5 days</div>
       {abnormal.length === 0 ? (
