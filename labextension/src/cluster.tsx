@@ -79,7 +79,9 @@ export function VcUsage(props: {
         </span>
         <span>running {vc.runningJobs}</span>
       </div>
-      {sharing && <div className="jp-PAI-muted jp-PAI-vc-sharing">{sharing}</div>}
+      {sharing && (
+        <div className="jp-PAI-muted jp-PAI-vc-sharing">{sharing}</div>
+      )}
       {vc.description && <div className="jp-PAI-hint">{vc.description}</div>}
     </div>
   );
