@@ -158,13 +158,18 @@ const CONVERTED = /OpenPAI v1/;
 /**
  * What to tell the user once a file is in the form: that a v1 job was
  * converted, and which fields any other warning is about (a warning then,
- * kept until read, with the warnings in full behind "Details").
+ * kept until read, with the warnings in full behind "Details"). `lead`
+ * starts the sentence ("Imported train.json").
  */
-export function importNotice(name: string, imported: ImportedJob): Notice {
+export function importNotice(
+  name: string,
+  imported: ImportedJob,
+  lead = `Imported ${name}`
+): Notice {
   const notes = imported.warnings.filter(
     w => !(imported.format === 'v1' && !w.path && CONVERTED.test(w.message))
   );
-  let message = `Imported ${name}`;
+  let message = lead;
   if (imported.format === 'v1') {
     message += ': converted from OpenPAI v1 to protocol v2';
   }

@@ -548,7 +548,12 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     }
     if (jobFormat(result.job) === 'v1') {
       // The form edits protocol v2: the server converts the v1 job first.
-      void convertInto('The job', result.job, yaml);
+      void convertInto(
+        'The YAML',
+        result.job,
+        yaml,
+        'Opened the YAML in the form'
+      );
       return;
     }
     load(specToForm(result.job));
@@ -556,8 +561,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
 
   const convert = (text: string) => model.client.convertJob(text);
 
-  const notifyImported = (name: string, imported: ImportedJob) =>
-    emitNotice(importNotice(name, imported));
+  const notifyImported = (name: string, imported: ImportedJob, lead?: string) =>
+    emitNotice(importNotice(name, imported, lead));
 
   /** Show the server's errors about `text` at their lines in the YAML editor. */
   const showServerErrors = (
@@ -575,12 +580,13 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
   const convertInto = async (
     name: string,
     doc: Record<string, unknown>,
-    text: string
+    text: string,
+    lead: string
   ) => {
     try {
       const imported = await importJob(name, doc, text, convert);
       load(imported.form);
-      notifyImported(name, imported);
+      notifyImported(name, imported, lead);
     } catch (error) {
       if (error instanceof JobFileError && error.errors.length) {
         showServerErrors(

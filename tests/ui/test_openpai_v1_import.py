@@ -195,6 +195,17 @@ def test_v1_json_submits_from_the_yaml_editor(page: Any, jobs: Lab) -> None:
     done = jobs.wait_state(submitted["id"], "SUCCEEDED", "FAILED", timeout=60)
     assert done["state"] == "SUCCEEDED", done
 
+    # Back to the form: the server converts the YAML's v1 job for it.
+    form.get_by_role("button", name="Form", exact=True).click()
+    expect(form.locator("[data-path='name'] input")).to_have_value(name)
+    expect(form.locator("[data-path='taskRoles.main.commands'] textarea")).to_have_value(
+        "echo hello from $greeting"
+    )
+    expect(form.get_by_label("parameter 1 name")).to_have_value("greeting")
+    expect(page.locator(TOASTS).filter(has_text="Opened the YAML in the form")).to_contain_text(
+        "converted from OpenPAI v1 to protocol v2"
+    )
+
 
 def test_tensorboard_port_gets_a_link_that_answers(page: Any, jobs: Lab) -> None:
     """A stand-in for the tensorboard plugin: an HTTP server on a port labelled tensorboard."""
