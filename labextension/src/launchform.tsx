@@ -221,7 +221,15 @@ function floatValue(text: string, fallback = 0): number {
 
 function vcLabel(vc: VirtualCluster): string {
   const queued = vc.queuedJobs ? `, ${vc.queuedJobs} waiting` : '';
-  return `${vc.name} — ${vc.free.gpu} of ${vc.capacity.gpu} GPUs free${queued}`;
+  // OpenPAI's VC sharing: a borrower's capacity counts other VCs' idle GPUs; a
+  // lender's own job takes lent GPUs back by preempting the borrower.
+  const borrows = vc.mayBorrow
+    ? ` (${vc.guaranteedGpus ?? 0} guaranteed, more borrowed while idle)`
+    : '';
+  const lent = vc.lentGpus
+    ? `, ${vc.lentGpus} lent out (taken back for your job)`
+    : '';
+  return `${vc.name} — ${vc.free.gpu} of ${vc.capacity.gpu} GPUs free${borrows}${lent}${queued}`;
 }
 
 /** Ports as `label:count` pairs separated by commas or spaces. */
