@@ -62,30 +62,27 @@ def test_server_400_shown_next_to_the_field(page, jobs: Lab) -> None:
     expect(form.locator("#jp-PAI-image-uri")).to_have_count(0)
     name = f"ui-bad-{int(time.time())}"
     form.locator("[data-path='name'] input").fill(name)
-    # The form has no check for template markers; the server rejects an undefined parameter.
+    # The form checks that a mount path is absolute; only the server also refuses one that
+    # climbs out of the mount with '..' (a 400 at extras.storages.0.mountPath).
+    form.get_by_role("button", name="+ Mount a storage").click()
+    mount = form.locator("[data-path='extras.storages.0']")
+    mount_path = form.get_by_label("mount path of storage 1")
+    mount_path.fill("/mnt/../etc")
     command = form.locator("[data-path='taskRoles.worker.commands'] textarea")
-    command.fill("python train.py --epochs <% $parameters.epochs %>")
+    command.fill("echo mounted")
     form.locator(".jp-PAI-submit").click()
 
-    field = form.locator("[data-path='taskRoles.worker.commands']")
-    expect(field).to_have_class(re.compile("jp-mod-invalid"))
-    expect(field.locator(".jp-PAI-field-errors")).to_contain_text(
-        "$parameters.epochs is not defined"
-    )
-    expect(command).to_be_focused()
-    expect(command).to_have_attribute(
-        "aria-describedby", re.compile(".+")
-    )  # the error is the field's description
+    expect(mount).to_have_class(re.compile("jp-mod-invalid"))
+    expect(mount.locator(".jp-PAI-field-errors")).to_contain_text("must not contain '..'")
+    # The first control of the invalid field has the focus.
+    expect(form.get_by_label("storage 1", exact=True)).to_be_focused()
     expect(form.locator(".jp-PAI-error[role='alert']").first).to_be_visible()
     shot(page, "form-errors-2-server-400")
     assert not [j for j in jobs.json("jobs")["jobs"] if j["name"] == name]
 
-    # Editing the field clears the stale server error; with the parameter defined it submits.
-    form.get_by_role("button", name="+ Add parameter").click()
-    form.get_by_label("parameter 1 name").fill("epochs")
-    expect(field.locator(".jp-PAI-field-errors")).to_have_count(0)
-    form.get_by_label("parameter 1 value").fill("1")
-    command.fill("echo epochs <% $parameters.epochs %>")
+    # Editing the field clears the stale server error; with a clean path it submits.
+    mount_path.fill("/mnt/data")
+    expect(mount.locator(".jp-PAI-field-errors")).to_have_count(0)
     form.locator(".jp-PAI-submit").click()
     expect(page.locator(".jp-PAI-detail-head h2")).to_have_text(name)
     jobs.submitted.append(jobs.job_by_name(name)["id"])
