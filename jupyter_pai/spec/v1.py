@@ -7,7 +7,7 @@ one ``dockerimage`` prerequisite for ``image``, one ``data`` / ``output`` / ``sc
 prerequisite for ``dataDir`` / ``outputDir`` / ``codeDir`` (all named ``default``: names
 are unique per type), and a deployment whose preCommands export ``PAI_DATA_DIR``,
 ``PAI_OUTPUT_DIR``, ``PAI_CODE_DIR`` (through markers on those prerequisites) and every
-``jobEnvs`` entry. Where v1 meant something v2 says differently, the v1 meaning wins: a
+``jobEnvs`` entry (only there: not also as parameters, as OpenPAI's converter did). Where v1 meant something v2 says differently, the v1 meaning wins: a
 ``null`` completion count is ``-1`` ("never" / "when all are done"), the v1 defaults apply
 (memoryMB 100, shmMB 64). A field that cannot be carried over is an error naming it.
 """
@@ -218,7 +218,7 @@ class _Converter:
             if self.text(key):
                 self.error(key, f"cannot be converted: {why}")
         job["prerequisites"] = pres
-        exports += self.environment(job)
+        exports += self.environment()
         job["jobRetryCount"] = self.retries()
         job["taskRoles"] = self.roles(uses)
         vc = self.text("virtualCluster")
@@ -256,7 +256,7 @@ class _Converter:
         )
         return Converted(job, self.warnings, self.paths, self.exact)
 
-    def environment(self, job: dict[str, Any]) -> list[str]:
+    def environment(self) -> list[str]:
         envs = self.src.get("jobEnvs")
         if envs is None:
             return []
@@ -264,20 +264,15 @@ class _Converter:
             self.error("jobEnvs", "must be a mapping of variable names to values")
             return []
         exports: list[str] = []
-        params: dict[str, Any] = {}
         for key, value in envs.items():
             if not ENV_NAME.match(str(key)):
                 self.error(f"jobEnvs.{key}", "is not a shell variable name (letters, digits, _)")
             elif isinstance(value, (dict, list)):
                 self.error(f"jobEnvs.{key}", "must be a single value, not a list or mapping")
             else:
-                text = as_text(value)
-                params[key] = value
-                exports.append(f"export {key}={shlex.quote(text)}")
-        if params:
-            # As OpenPAI's converter does: the values are also the job's parameters.
-            job["parameters"] = params
-            self.paths.append(("parameters", "jobEnvs"))
+                # Only as variables, as v1 gave them: OpenPAI's converter also copied them
+                # into parameters, where editing one would not change what the task sees.
+                exports.append(f"export {key}={shlex.quote(as_text(value))}")
         return exports
 
     def retries(self) -> Any:

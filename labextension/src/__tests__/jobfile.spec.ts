@@ -116,7 +116,8 @@ describe('OpenPAI v1 job files', () => {
       ['worker', 4, 4, 16384, 2]
     ]);
     expect(form.roles[1].command).toMatch(/--data_dir=\$PAI_DATA_DIR/);
-    expect(form.parameters).toContainEqual({ key: 'model', value: 'resnet20' });
+    // jobEnvs stay variables only (the deployment's exports), not form parameters.
+    expect(form.parameters).toEqual([]);
     // What the form does not show (the deployment exporting PAI_DATA_DIR and
     // jobEnvs, the data prerequisite, completion) goes back out unchanged.
     const spec = formToSpec(form);
