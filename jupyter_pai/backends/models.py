@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -161,6 +161,17 @@ class Info(ApiModel):
 
 class JobList(ApiModel):
     jobs: list[JobSummary]
+
+
+class ConvertResult(ApiModel):
+    """``POST convert``: the protocol-v2 document a job stands for, without submitting it."""
+
+    #: What the user wrote: protocol v2, the short form, or OpenPAI v1 JSON.
+    format: Literal["v2", "short", "v1"]
+    #: The protocol-v2 document (secrets' values hidden).
+    job: dict[str, Any]
+    #: ``{path, message}`` of each warning ("converted from an OpenPAI v1 job", …).
+    warnings: list[dict[str, str]]
 
 
 class JobFilter(ApiModel):

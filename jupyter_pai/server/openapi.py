@@ -24,6 +24,7 @@ MODELS: list[type[models.ApiModel]] = [
     models.Storage,
     models.StorageEntry,
     models.StorageListing,
+    models.ConvertResult,
 ]
 
 

@@ -363,14 +363,7 @@ export const MODEL_FIELDS = {
     path: true,
     type: true,
     entries: true
-  } satisfies Fields<StorageListing>
-};
-
-/**
- * Responses the server describes inline in `openapi.yaml` rather than as a
- * component: `POST convert`. A test checks these against it too.
- */
-export const RESPONSE_FIELDS = {
+  } satisfies Fields<StorageListing>,
   ConvertResult: {
     format: true,
     job: true,

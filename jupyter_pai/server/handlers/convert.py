@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tornado import web
 
+from ...backends.models import ConvertResult
 from ...spec.parse import parse_job
 from ...spec.render import HIDDEN
 from .base import PAIHandler
@@ -19,9 +20,7 @@ class ConvertHandler(PAIHandler):
         if isinstance(job.get("secrets"), dict):
             job["secrets"] = {key: HIDDEN for key in job["secrets"]}
         self.send_json(
-            {
-                "format": parsed.format,
-                "job": job,
-                "warnings": [w.to_json() for w in parsed.warnings],
-            }
+            ConvertResult(
+                format=parsed.format, job=job, warnings=[w.to_json() for w in parsed.warnings]
+            )
         )
