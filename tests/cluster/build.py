@@ -1,14 +1,18 @@
-"""Build the control-plane binaries from Go modules into a cache keyed by versions.
+"""Build the control-plane binaries from Go modules into a cache keyed by versions,
+and unpack Volcano's prebuilt binaries beside them.
 
 A warm cache returns at once; a cold one downloads the modules through the module
 proxy (with retries) and compiles every command in one `go build`, so shared packages
-compile once.
+compile once. Volcano cannot be built from modules (the proxy refuses `volcano.sh/*`):
+its binaries come xz-compressed from a folder and are checked against their digests.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
+import lzma
 import os
 import shutil
 import subprocess
@@ -158,3 +162,98 @@ def ensure_built() -> Path:
         _log(f"built in {time.monotonic() - start:.0f}s into {bin_dir}")
     ensure_assets()
     return bin_dir
+
+
+# -- Volcano -----------------------------------------------------------------------------
+
+VOLCANO_DIR_ENV = "JUPYTER_PAI_VOLCANO_DIR"
+VOLCANO_BINARIES = ("vc-scheduler", "vc-controller-manager", "vc-webhook-manager")
+# The chart's folders that `up` reads: both CRD sets, the admission policies, the
+# default scheduler configuration.
+VOLCANO_CHART_PARTS = ("crd/bases", "charts/jobflow/crd/bases", "policy", "config")
+
+
+def volcano_source() -> Path:
+    """`$JUPYTER_PAI_VOLCANO_DIR`, else `../shared/thirdparty/volcano-<version>` beside
+    the repository (a fresh clone in CI has `shared/` next to it)."""
+    configured = os.environ.get(VOLCANO_DIR_ENV)
+    if configured:
+        return Path(configured)
+    repo_root = Path(__file__).resolve().parents[2]
+    return repo_root.parent / "shared" / "thirdparty" / f"volcano-{versions.VOLCANO}"
+
+
+def _volcano_sums(source: Path) -> tuple[bytes, dict[str, str]]:
+    sums_file = source / "SHA256SUMS.binaries"
+    if not sums_file.is_file():
+        where = (
+            f"${VOLCANO_DIR_ENV}={source}"
+            if os.environ.get(VOLCANO_DIR_ENV)
+            else f"{source} (${VOLCANO_DIR_ENV} is not set)"
+        )
+        raise BuildError(
+            f"Volcano {versions.VOLCANO} not found: no {sums_file.name} in {where}. Point "
+            f"${VOLCANO_DIR_ENV} at a folder holding bin/vc-*.xz, SHA256SUMS.binaries and "
+            "chart/ (shared/thirdparty/volcano-*/ of this workplace); building Volcano "
+            "from its upstream tag is not supported by this script"
+        )
+    raw = sums_file.read_bytes()
+    sums = {}
+    for line in raw.decode().splitlines():
+        if line.strip():
+            digest, name = line.split()
+            sums[name.lstrip("*")] = digest
+    missing = [name for name in VOLCANO_BINARIES if name not in sums]
+    if missing:
+        raise BuildError(f"{sums_file} lists no digest for {missing}")
+    return raw, sums
+
+
+def _unxz_verified(source: Path, target: Path, expected: str) -> None:
+    """Decompress `source` (xz) into `target`, refusing a result whose SHA-256 differs."""
+    digest = hashlib.sha256()
+    with lzma.open(source) as compressed, open(target, "wb") as out:
+        while chunk := compressed.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != expected:
+        target.unlink()
+        raise BuildError(
+            f"{source}: decompressed SHA-256 {digest.hexdigest()} != {expected} "
+            "(SHA256SUMS.binaries); the file is damaged or not the one built"
+        )
+    target.chmod(0o755)
+
+
+def ensure_volcano() -> Path:
+    """Return the directory holding Volcano's `bin/` and the chart parts `up` reads,
+    unpacking and verifying them on first use. Fails (never skips) when the source
+    folder is missing."""
+    source = volcano_source()
+    raw_sums, sums = _volcano_sums(source)
+    target = versions.volcano_dir(hashlib.sha256(raw_sums).hexdigest())
+    if (target / ".complete").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".complete").is_file():
+            return target
+        start = time.monotonic()
+        _log(f"unpacking Volcano {versions.VOLCANO} from {source}")
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "bin").mkdir(parents=True)
+        for name in VOLCANO_BINARIES:
+            packed = source / "bin" / f"{name}.xz"
+            if not packed.is_file():
+                raise BuildError(f"Volcano binary missing: {packed}")
+            _unxz_verified(packed, staging / "bin" / name, sums[name])
+        for part in VOLCANO_CHART_PARTS:
+            shutil.copytree(source / "chart" / part, staging / "chart" / part)
+        (staging / "SHA256SUMS.binaries").write_bytes(raw_sums)
+        (staging / ".complete").write_text(str(source))
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        _log(f"Volcano verified and unpacked in {time.monotonic() - start:.1f}s into {target}")
+    return target

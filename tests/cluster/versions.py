@@ -9,6 +9,9 @@ from pathlib import Path
 KUBERNETES = "v1.36.3"
 ETCD = "v3.6.8"
 KWOK = "v0.8.0"
+# Volcano is not built here (the module proxy refuses volcano.sh/*): its prebuilt,
+# checksummed binaries come from a folder (see `volcano.source_dir`).
+VOLCANO = "v1.15.1"
 
 GOMOD_DIR = Path(__file__).parent / "gomod"
 
@@ -37,3 +40,9 @@ def bin_dir() -> Path:
 
 def assets_dir() -> Path:
     return cache_root() / versions_key() / "assets"
+
+
+def volcano_dir(digest: str) -> Path:
+    """Volcano's unpacked binaries and deployment files; `digest` is that of its
+    SHA256SUMS.binaries, so other binaries of the same version do not share a cache."""
+    return cache_root() / f"volcano-{VOLCANO}_{digest[:12]}"
