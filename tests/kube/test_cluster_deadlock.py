@@ -54,8 +54,13 @@ def _run(api: Any, pool: str, gang: bool, prefix: str, window: float) -> Outcome
     try:
         while time.monotonic() < deadline and not all(outcome.finished.values()):
             active = {}
+            # One list for both jobs: a consistent snapshot. Two lists let the scheduler
+            # place b's gang between them, when a's pods have just ended, and read as overlap.
+            snapshot = core.list_namespaced_pod(
+                NS, label_selector=f"{JOB_LABEL} in ({','.join(jobs)})"
+            ).items
             for job in jobs:
-                pods = core.list_namespaced_pod(NS, label_selector=f"{JOB_LABEL}={job}").items
+                pods = [p for p in snapshot if p.metadata.labels.get(JOB_LABEL) == job]
                 active[job] = bound(pods, active_only=True)
                 outcome.max_bound[job] = max(outcome.max_bound[job], bound(pods))
                 running = [p for p in pods if p.status.phase == "Running"]
