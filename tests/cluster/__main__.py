@@ -20,7 +20,10 @@ def _shape(text: str, pool: str) -> manifests.NodeShape:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build (or reuse) the binaries; print their directory")
+    commands.add_parser(
+        "build",
+        help="build (or reuse) the binaries and unpack Volcano's; print their directories",
+    )
     up = commands.add_parser("up", help="start a cluster in the background")
     up.add_argument("--dir", type=Path, default=None)
     up.add_argument(
@@ -38,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NxG",
         help="runner nodes x GPUs each (default 1x4; 0 for none)",
     )
+    up.add_argument(
+        "--no-volcano",
+        action="store_true",
+        help="leave Volcano out (its CRDs, webhooks, queues and three components)",
+    )
     for name in ("down", "status"):
         sub = commands.add_parser(name)
         sub.add_argument("--dir", type=Path, default=None)
@@ -45,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "build":
         start = time.monotonic()
-        print(build.ensure_built())
+        try:
+            print(build.ensure_built())
+            print(build.ensure_volcano())
+        except build.BuildError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
         print(f"ready in {time.monotonic() - start:.1f}s", file=sys.stderr)
         return 0
     plane = controlplane.ControlPlane(args.dir)
@@ -55,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         options = controlplane.Options(
             gpu_pool=gpus if gpus and gpus.count else None,
             runner_pool=runner if runner.count else None,
+            volcano=not args.no_volcano,
         )
         state = plane.up(options)
         print(

@@ -1,6 +1,7 @@
 """Start and stop the test control plane: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler (with its gang scheduling), kwok and the pod runner, on free loopback
-ports, with all state in one directory."""
+kube-scheduler (with its gang scheduling), Volcano (webhook manager, controller manager,
+scheduler), kwok and the pod runner, on free loopback ports, with all state in one
+directory."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from . import build, kube, kwokconfig, manifests, pki, processes
+from . import build, kube, kwokconfig, manifests, pki, processes, volcano
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_FILE = "state.json"
@@ -57,6 +58,8 @@ class Options:
     # Tie every process to the caller's life (the pytest fixture); `up` from the CLI
     # leaves them running in the background instead.
     tie_to_parent: bool = False
+    # Volcano's three components, CRDs, webhooks and queues beside kube-scheduler.
+    volcano: bool = True
 
     @classmethod
     def runner_only(cls, runner_pool: manifests.NodeShape | None = None) -> Options:
@@ -103,9 +106,10 @@ class ControlPlane:
         self.down()  # a stale cluster in the same directory goes first
         bin_dir = build.ensure_built()
         assets = build.ensure_assets()
+        volcano_dir = build.ensure_volcano() if options.volcano else None
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            state = self._start(bin_dir, assets, options)
+            state = self._start(bin_dir, assets, volcano_dir, options)
         except Exception as error:
             logs = self._log_tails()
             self.down()
@@ -185,9 +189,11 @@ class ControlPlane:
 
     # -- starting -----------------------------------------------------------------------
 
-    def _start(self, bin_dir: Path, assets: Path, options: Options) -> State:
+    def _start(
+        self, bin_dir: Path, assets: Path, volcano_dir: Path | None, options: Options
+    ) -> State:
         d = self.directory
-        for sub in ("pki", "logs", "etcd", "users", "apiserver"):
+        for sub in ("pki", "logs", "etcd", "users", "apiserver", "volcano"):
             (d / sub).mkdir(parents=True, exist_ok=True)
         pki_dir = d / "pki"
         ca = pki.make_ca(pki_dir)
@@ -214,6 +220,12 @@ class ControlPlane:
                 "kwok",
                 "kwok-runner",
                 "runner-kubelet",
+                "vc-webhook",
+                "vc-webhook-healthz",
+                "vc-controller-manager",
+                "vc-controller-manager-healthz",
+                "vc-scheduler",
+                "vc-scheduler-healthz",
             )
         }
         server = f"https://127.0.0.1:{ports['apiserver']}"
@@ -323,6 +335,9 @@ class ControlPlane:
             _yaml_documents([assets / "kwok.x-k8s.io_portforwards.yaml"]),
         )
         kube.apply(api, manifests.cluster_objects())
+        volcano_crds = volcano.crds(volcano_dir) if volcano_dir is not None else []
+        # Volcano's CRDs first: they take a moment to be served, while the rest starts.
+        kube.apply(api, volcano_crds)
 
         launch(
             "kube-controller-manager",
@@ -392,6 +407,8 @@ class ControlPlane:
         if options.runner_pool:
             nodes += [manifests.node(n, options.runner_pool, runner=True) for n in runner_nodes]
         kube.apply(api, nodes)
+        if volcano_dir is not None:
+            self._start_volcano(api, volcano_dir, volcano_crds, ports, ca, admin_kubeconfig, launch)
         core = kube.core(api)
         processes.wait_until(
             lambda: _ready_nodes(core) >= set(gpu_nodes + runner_nodes),
@@ -413,6 +430,8 @@ class ControlPlane:
                 f"kube-{name} /healthz",
                 alive=died,
             )
+        if volcano_dir is not None:
+            _wait_volcano(api, ports, died)
         if runner_nodes:
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
@@ -442,6 +461,130 @@ class ControlPlane:
             ready_file = d / "runner" / "ready"
             processes.wait_until(ready_file.is_file, 60, "pod runner", alive=died)
         return state
+
+    def _start_volcano(
+        self,
+        api: Any,
+        volcano_dir: Path,
+        crds: list[dict[str, Any]],
+        ports: dict[str, int],
+        ca: tuple[Any, Any],
+        kubeconfig: Path,
+        launch: Callable[[str, list[str]], None],
+    ) -> None:
+        """Admission policies and webhook configurations (which vc-webhook-manager waits
+        for), then the three components. `_wait_volcano` waits for them."""
+        d = self.directory
+        pki_dir = d / "pki"
+        cert, key = pki.make_serving_cert(
+            pki_dir, "volcano-admission", ca, ["127.0.0.1", "localhost"]
+        )
+        ca_file = pki_dir / "ca.crt"
+        processes.wait_until(
+            lambda: _crds_established(api, crds),
+            60,
+            "Volcano CRDs established",
+        )
+        kube.apply(api, [manifests.namespace(volcano.NAMESPACE), volcano.controller_configmap()])
+        kube.apply(api, volcano.admission_policies(volcano_dir))
+        kube.apply(
+            api,
+            volcano.webhook_configurations(
+                f"https://127.0.0.1:{ports['vc-webhook']}", ca_file.read_bytes()
+            ),
+        )
+        bin_dir = volcano_dir / "bin"
+        launch(
+            "vc-webhook-manager",
+            volcano.webhook_manager_argv(
+                volcano_dir,
+                kubeconfig,
+                ports["vc-webhook"],
+                ports["vc-webhook-healthz"],
+                cert,
+                key,
+                ca_file,
+            ),
+        )
+        launch(
+            "vc-controller-manager",
+            volcano.controller_manager_argv(
+                bin_dir,
+                kubeconfig,
+                ports["vc-controller-manager"],
+                ports["vc-controller-manager-healthz"],
+            ),
+        )
+        conf = volcano.write_scheduler_conf(d / "volcano" / "scheduler.conf")
+        launch(
+            "vc-scheduler",
+            volcano.scheduler_argv(
+                bin_dir,
+                kubeconfig,
+                conf,
+                ports["vc-scheduler"],
+                ports["vc-scheduler-healthz"],
+                d / "volcano",
+            ),
+        )
+
+
+def _wait_volcano(api: Any, ports: dict[str, int], died: Callable[[], str | None]) -> None:
+    """Each component's /healthz, then the queues: creating them passes through the
+    queue webhooks, so it succeeds only once vc-webhook-manager serves; they count as
+    ready when vc-controller-manager has opened them."""
+    healthz = {  # the webhook manager serves its health check with its TLS certificate
+        "vc-webhook-manager": f"https://127.0.0.1:{ports['vc-webhook-healthz']}",
+        "vc-controller-manager": f"http://127.0.0.1:{ports['vc-controller-manager-healthz']}",
+        "vc-scheduler": f"http://127.0.0.1:{ports['vc-scheduler-healthz']}",
+    }
+    for name, base in healthz.items():
+        url = f"{base}/healthz"
+        processes.wait_until(
+            lambda url=url: _http_get(url) == b"ok",  # type: ignore[misc]
+            60,
+            f"{name} /healthz",
+            alive=died,
+        )
+    queues = manifests.volcano_queues()
+
+    def created() -> bool:
+        kube.apply(api, queues)
+        return True
+
+    processes.wait_until(
+        created,
+        60,
+        "Volcano queues created (through vc-webhook-manager)",
+        interval=0.5,
+        alive=died,
+    )
+    custom = kube.custom(api)
+
+    def opened() -> bool:
+        return all(
+            custom.get_cluster_custom_object(
+                "scheduling.volcano.sh", "v1beta1", "queues", q["metadata"]["name"]
+            )
+            .get("status", {})
+            .get("state")
+            == "Open"
+            for q in queues
+        )
+
+    processes.wait_until(opened, 60, "Volcano queues Open", alive=died)
+
+
+def _crds_established(api: Any, crds: list[dict[str, Any]]) -> bool:
+    from kubernetes import client
+
+    ext = client.ApiextensionsV1Api(api)
+    for crd in crds:
+        status = ext.read_custom_resource_definition(crd["metadata"]["name"]).status
+        conditions = (status.conditions if status else None) or []
+        if not any(c.type == "Established" and c.status == "True" for c in conditions):
+            return False
+    return True
 
 
 def _apiserver_ready(state: State) -> Callable[[], bool]:

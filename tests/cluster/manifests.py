@@ -1,5 +1,6 @@
 """The objects a fresh test cluster is filled with: users' namespaces and RBAC, the
-virtual-cluster priority classes and quotas, and simulated nodes. Plain dicts, so the
+virtual clusters (priority classes and quotas for the `native` flavour, Volcano Queues
+for `volcano`), and simulated nodes. Plain dicts, so the
 same builders serve `up`, the fixture and the tests."""
 
 from __future__ import annotations
@@ -101,6 +102,24 @@ def vc_quota(vc: str, gpus: int, ns: str) -> Manifest:
     }
 
 
+def vc_queue(vc: str, gpus: int | None) -> Manifest:
+    """The Volcano Queue of a virtual cluster: the same name, its GPU cap as
+    `capability` (other resources uncapped), lending what it does not use."""
+    spec: dict[str, Any] = {"reclaimable": True, "weight": 1}
+    if gpus is not None:
+        spec["capability"] = {GPU_RESOURCE: str(gpus)}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": vc},
+        "spec": spec,
+    }
+
+
+def volcano_queues() -> list[Manifest]:
+    return [vc_queue(vc, gpus) for vc, gpus in VIRTUAL_CLUSTERS.items()]
+
+
 _ALL = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 _READ = ["get", "list", "watch"]
 
@@ -134,6 +153,11 @@ USER_ROLE: Manifest = {
             "verbs": _ALL,
         },
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
+        # Volcano (the `volcano` flavour): vcjobs and the bus Commands that stop them are
+        # the user's; PodGroups are the controller's, read only.
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
+        {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": _ALL},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _READ},
     ],
 }
 
@@ -144,6 +168,7 @@ CLUSTER_READER: Manifest = {
     "rules": [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": _READ},
         {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": _READ},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": _READ},
     ],
 }
 

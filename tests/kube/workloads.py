@@ -136,3 +136,85 @@ def delete_by_label(api: Any, namespace: str, job: str) -> None:
     kube.core(api).delete_collection_namespaced_pod(
         namespace, label_selector=f"{JOB_LABEL}={job}", grace_period_seconds=0
     )
+
+
+# -- Volcano ------------------------------------------------------------------------------
+
+VC_GROUP, VC_VERSION = "batch.volcano.sh", "v1alpha1"
+PG_GROUP, PG_VERSION = "scheduling.volcano.sh", "v1beta1"
+
+
+def vcjob(
+    name: str,
+    replicas: int,
+    gpus: int,
+    node_selector: dict[str, str],
+    *,
+    queue: str = "default",
+    min_available: int | None = None,
+    command: list[str] | None = None,
+) -> Obj:
+    """A `batch.volcano.sh` Job of one task `worker` (`replicas` pods of `gpus` GPUs),
+    a gang of `min_available` (all of them unless given), for the Volcano scheduler."""
+    return {
+        "apiVersion": f"{VC_GROUP}/{VC_VERSION}",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {JOB_LABEL: name}},
+        "spec": {
+            "schedulerName": "volcano",
+            "queue": queue,
+            "minAvailable": replicas if min_available is None else min_available,
+            "plugins": {"env": []},
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": replicas,
+                    "template": {
+                        "metadata": {"labels": {JOB_LABEL: name}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "nodeSelector": node_selector,
+                            "terminationGracePeriodSeconds": 0,
+                            "containers": [container(gpus, command)],
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
+def create_vcjob(api: Any, namespace: str, job: Obj) -> None:
+    kube.custom(api).create_namespaced_custom_object(VC_GROUP, VC_VERSION, namespace, "jobs", job)
+
+
+def read_vcjob(api: Any, namespace: str, name: str) -> Obj:
+    return dict(
+        kube.custom(api).get_namespaced_custom_object(VC_GROUP, VC_VERSION, namespace, "jobs", name)
+    )
+
+
+def vcjob_phase(api: Any, namespace: str, name: str) -> str:
+    return str(read_vcjob(api, namespace, name).get("status", {}).get("state", {}).get("phase"))
+
+
+def vcjob_pod_group(api: Any, namespace: str, name: str) -> Obj | None:
+    """The PodGroup vc-controller-manager made for the vcjob (owned by it), if any."""
+    groups = kube.custom(api).list_namespaced_custom_object(
+        PG_GROUP, PG_VERSION, namespace, "podgroups"
+    )["items"]
+    for group in groups:
+        owners = group["metadata"].get("ownerReferences") or []
+        if any(o["kind"] == "Job" and o["name"] == name for o in owners):
+            return dict(group)
+    return None
+
+
+def delete_vcjob(api: Any, namespace: str, name: str) -> None:
+    try:
+        kube.custom(api).delete_namespaced_custom_object(
+            VC_GROUP, VC_VERSION, namespace, "jobs", name, propagation_policy="Background"
+        )
+    except ApiException as error:
+        if error.status != 404:
+            raise
