@@ -133,6 +133,18 @@ def job_warnings(job: JobProtocol) -> list[FieldError]:
     """Things that are valid but probably not what the user meant."""
     # Runtime plugins are judged per backend at submission (jupyter_pai.runtime).
     warnings: list[FieldError] = marker_warnings(job)
+    for role_name, role in job.task_roles.items():
+        for alias, value, default in (
+            ("minFailedInstances", role.completion.min_failed_instances, "1"),
+            ("minSucceededInstances", role.completion.min_succeeded_instances, "every instance"),
+        ):
+            if value == 0:
+                warnings.append(
+                    FieldError(
+                        f"taskRoles.{role_name}.completion.{alias}",
+                        f"0 means the default ({default}), as on OpenPAI",
+                    )
+                )
     if job.deployments and job.defaults.deployment is None:
         warnings.append(
             FieldError(

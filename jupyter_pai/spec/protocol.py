@@ -56,9 +56,10 @@ def _one_line_to_list(v: Any) -> Any:
     return [v] if isinstance(v, str) else v
 
 
-def _minus_one_or_positive(v: Any) -> Any:
-    if isinstance(v, int) and not isinstance(v, bool) and v != -1 and v < 1:
-        raise ValueError(f"must be -1 (no limit) or at least 1 (got {v})")
+def _minus_one_or_more(v: Any) -> Any:
+    # OpenPAI reads 0 (like null) as "the default"; -1 as "no limit"; below that is an error.
+    if isinstance(v, int) and not isinstance(v, bool) and v < -1:
+        raise ValueError(f"must be -1 (no limit), 0 (the default) or at least 1 (got {v})")
     return v
 
 
@@ -96,8 +97,8 @@ NonEmptyCommandLines = Annotated[
 ]
 InstanceLimit = Annotated[
     int,
-    BeforeValidator(_minus_one_or_positive),
-    WithJsonSchema({"anyOf": [{"const": -1}, {"type": "integer", "minimum": 1}]}),
+    BeforeValidator(_minus_one_or_more),
+    WithJsonSchema({"type": "integer", "minimum": -1}),
 ]
 
 
@@ -210,14 +211,15 @@ class TaskRole(Model):
 
     @property
     def min_succeeded(self) -> int:
-        """Succeeded instances that complete the job; -1 means wait for all of them."""
-        v = self.completion.min_succeeded_instances
-        return self.instances if v is None else v
+        """Succeeded instances that complete the job; -1 means wait for all of them. Unset
+        or 0 is every instance (OpenPAI reads 0 as unset)."""
+        return self.completion.min_succeeded_instances or self.instances
 
     @property
     def min_failed(self) -> int:
-        """Failed instances that fail the job; -1 means this role never fails it."""
-        return self.completion.min_failed_instances
+        """Failed instances that fail the job; -1 means this role never fails it. 0 is the
+        default, 1 (as on OpenPAI)."""
+        return self.completion.min_failed_instances or 1
 
 
 class DeploymentRole(Model):

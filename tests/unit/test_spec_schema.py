@@ -82,7 +82,7 @@ def _with(path: str, value: object) -> dict[str, object]:
         _with("name", "has space"),
         _with("taskRoles.w.resourcePerInstance.gpu", -1),
         _with("taskRoles.w.instances", 0),
-        _with("taskRoles.w.completion", {"minFailedInstances": 0}),
+        _with("taskRoles.w.completion", {"minFailedInstances": -2}),
         _with("taskRoles.w.resourcePerInstance.ports", {"bad-label": 1}),
         _with("taskRoles.bad-role", {"commands": ["x"]}),
         _with("taskRoles.w.commands", []),
