@@ -14,11 +14,12 @@ import pytest
 
 from jupyter_pai.runtime import (
     plugin_errors,
+    plugin_ports,
     plugin_uses,
     submission_warnings,
     task_script,
 )
-from jupyter_pai.spec import JobProtocol, load_document
+from jupyter_pai.spec import JobProtocol, load_document, parse_job
 
 GOLDEN = Path(__file__).parent / "golden" / "runtime"
 PLUGINS = "extras.com.microsoft.pai.runtimeplugin"
@@ -315,6 +316,27 @@ def test_tensorboard_left_out_of_the_first_role_never_starts() -> None:
     )
     assert "never starts" in warnings(job, "kubernetes")[f"{PLUGINS}.2"]
     assert "tensorboard" not in task_script(job, "evaluator", backend="kubernetes")
+
+
+def test_tensorboard_without_parameters_is_skipped_as_on_openpai() -> None:
+    # OpenPAI's own runtime test job lists `- plugin: tensorboard` with nothing else.
+    text = MINIMAL_PLUGIN_JOB.format(plugin="tensorboard")
+    job = parse_job(text).job  # accepted, not refused
+    assert "does not start" in warnings(job, "local")[f"{PLUGINS}.0"]
+    assert "tensorboard" not in plugin_ports(job, "main")
+    assert "tensorboard" not in task_script(job, "main", backend="kubernetes")
+
+
+MINIMAL_PLUGIN_JOB = """
+protocolVersion: 2
+name: bare
+type: job
+taskRoles:
+  main: {{commands: [echo hi]}}
+extras:
+  com.microsoft.pai.runtimeplugin:
+    - plugin: {plugin}
+"""
 
 
 def test_git_on_several_local_tasks_warns_that_they_share_the_directory() -> None:

@@ -44,6 +44,8 @@ class Tensorboard(Plugin):
     def errors(self, use: PluginUse) -> list[FieldError]:
         p = use.parameters
         errors: list[FieldError] = []
+        if not p:
+            return errors  # OpenPAI skips a tensorboard entry without parameters
         if _logdirs(p.get("logdir")) is None:
             errors.append(
                 FieldError(
@@ -60,6 +62,14 @@ class Tensorboard(Plugin):
         return errors
 
     def warnings(self, use: PluginUse, job: JobProtocol, backend: str) -> list[FieldError]:
+        if not use.parameters:
+            return [
+                FieldError(
+                    use.path,
+                    "runtime plugin tensorboard: no parameters, so TensorBoard does not start "
+                    "(OpenPAI skips such an entry too); give logdir",
+                )
+            ]
         first = job.role_names[0]
         if first not in use.roles:
             return [
@@ -81,12 +91,12 @@ class Tensorboard(Plugin):
         return []
 
     def ports(self, use: PluginUse, job: JobProtocol) -> dict[str, int | None]:
-        if use.role != job.role_names[0]:
+        if use.role != job.role_names[0] or not use.parameters:
             return {}
         return {LABEL: _port(use.parameters.get("port"))}
 
     def sections(self, use: PluginUse, job: JobProtocol, backend: str) -> Sections:
-        if use.role != job.role_names[0]:
+        if use.role != job.role_names[0] or not use.parameters:
             return Sections()
         logdirs = _logdirs(use.parameters.get("logdir")) or {}
         if len(logdirs) == 1:
