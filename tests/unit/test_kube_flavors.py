@@ -104,6 +104,20 @@ def test_volcano_virtual_clusters_are_queues() -> None:
     assert research.description == "Volcano queue research (Open)"
 
 
+def test_a_volcano_queue_without_caps_takes_any_job_and_root_is_no_vc() -> None:
+    """Volcano's own `default` queue has no capability, deserved or guarantee: unlimited
+    (once read as 0 GPUs, which refused every GPU job). `root`, which vc-controller-manager
+    adds as every queue's parent, takes no jobs and is not listed."""
+    listing = {VOLCANO_QUEUE: [*QUEUES[VOLCANO_QUEUE], {"metadata": {"name": "root"}}]}
+    f = flavor("volcano")
+    known = {v.name: v for v in f.virtual_clusters(objects(listing), [], None) or []}
+    assert sorted(known) == ["default", "research"]
+    wide = JOB.model_copy(deep=True)
+    wide.defaults.virtual_cluster = "default"
+    wide.task_roles["worker"].instances = 50
+    f.check_virtual_cluster(wide, known)  # 100 GPUs: the scheduler decides, not us
+
+
 def test_native_virtual_clusters_are_priority_classes_capped_by_quotas() -> None:
     vcs = flavor("native").virtual_clusters(objects(PRIORITY_CLASSES), [], CLUSTER)
     assert vcs is not None

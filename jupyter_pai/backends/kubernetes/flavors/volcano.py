@@ -30,6 +30,8 @@ from ..states import Obj
 from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
 
 SCHEDULER = "volcano"
+#: The parent of every queue, added by vc-controller-manager; Volcano refuses jobs in it.
+ROOT_QUEUE = "root"
 TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
 
 
@@ -70,6 +72,8 @@ def queue_virtual_clusters(
     out = []
     for q in sorted(queues, key=lambda q: q["metadata"]["name"]):
         name = q["metadata"]["name"]
+        if name == ROOT_QUEUE:
+            continue
         cap = queue_capacity(q, cluster, gpu)
         used = vcs.resources((q.get("status") or {}).get("allocated"), gpu)
         state = (q.get("status") or {}).get("state") or "Open"
@@ -168,11 +172,11 @@ class VolcanoFlavor(Flavor):
     def virtual_clusters(
         self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
     ) -> list[VirtualCluster] | None:
-        # With no cluster size a queue without caps reads as 0 GPUs, as it always has;
-        # guarantee/deserved/reclaim semantics (issue 9, part 4) will revisit this.
+        # With no cluster size, what a queue does not cap is unlimited (a queue with no
+        # capability, deserved or guarantee, like Volcano's `default`, takes any job).
         return queue_virtual_clusters(
             objects(VOLCANO_QUEUE),
             jobs,
-            cluster if cluster is not None else Resources(),
+            cluster if cluster is not None else vcs.UNLIMITED,
             self.options.gpu_resource,
         )
