@@ -44,6 +44,32 @@ def _message(error: ApiException) -> str:
     return str(json.loads(error.body or "{}").get("message"))
 
 
+def _diagnosis(cluster: TestCluster, ns: str, name: str) -> str:
+    """What a vcjob that did not get where it should is doing: its status, its
+    PodGroup's, its pods and the events about them, and what else holds the nodes."""
+    api = cluster.api()
+    core = kube.core(api)
+    lines = [f"vcjob {ns}/{name}: {read_vcjob(api, ns, name).get('status')}"]
+    group = vcjob_pod_group(api, ns, name)
+    lines.append(f"podgroup: {group and group.get('status')}")
+    names = {group["metadata"]["name"]} if group else set()
+    for p in job_pods(core, ns, name):
+        names.add(p.metadata.name)
+        lines.append(f"pod {p.metadata.name}: {p.status.phase} on {p.spec.node_name}")
+    for event in core.list_namespaced_event(ns).items:
+        if event.involved_object.name in names or name in (event.involved_object.name or ""):
+            lines.append(f"event {event.involved_object.name}: {event.reason} {event.message}")
+    for p in core.list_pod_for_all_namespaces().items:
+        if p.spec.node_name in cluster.runner_nodes and p.status.phase not in (
+            "Succeeded",
+            "Failed",
+        ):
+            lines.append(
+                f"on the runner: {p.metadata.namespace}/{p.metadata.name} {p.status.phase}"
+            )
+    return "\n".join(lines)
+
+
 def _group_phase(api: object, name: str) -> str | None:
     group = vcjob_pod_group(api, NS, name)
     return None if group is None else group.get("status", {}).get("phase")
@@ -178,8 +204,11 @@ def test_vcjob_on_runner_node_runs_and_completes(kube_cluster: TestCluster) -> N
     )
     create_vcjob(api, ns, job)
     try:
-        wait_for(lambda: vcjob_phase(api, ns, "vc-runs") == "Completed", 90, "vcjob Completed")
         core = kube.core(api)
+        try:
+            wait_for(lambda: vcjob_phase(api, ns, "vc-runs") == "Completed", 90, "Completed")
+        except AssertionError as timeout:
+            raise AssertionError(_diagnosis(kube_cluster, ns, "vc-runs")) from timeout
         pods = job_pods(core, ns, "vc-runs")
         assert len(pods) == 2
         assert all(p.status.phase == "Succeeded" for p in pods)
