@@ -161,9 +161,11 @@ class JobViews:
         about |= {p["metadata"]["name"] for _, _, p in self.pods(names)}
         about |= {names.role_object(r) for r in names.roles}
         about |= {o["metadata"]["name"] for objs in related.values() for o in objs}
+        # Names come back with a resubmitted job: events from before this one are not its.
+        since = str(primary["metadata"].get("creationTimestamp") or "")
         events: list[Obj] = []
         for name in about:
-            events += self.cache["events"].by_index(name)
+            events += [e for e in self.cache["events"].by_index(name) if _event_time(e) >= since]
         return events
 
     def events(self, job_id: str) -> list[JobEvent]:
@@ -226,11 +228,13 @@ class JobViews:
         view = job_view(job, names, primary, self.pods(names))
         if view.state == JobState.WAITING:
             related = self._related(names, primary)
+            caps = self.virtual_cluster_caps() or {}
             view.waiting_reason = self.flavor.waiting_reason(
                 job,
-                vc=(self.virtual_cluster_caps() or {}).get(job.virtual_cluster),
+                vc=caps.get(job.virtual_cluster),
                 events=self._events(names, primary, related),
                 related=related,
+                peers=caps,
             )
         waiting = view.state == JobState.WAITING
         derived = Derived(
@@ -293,6 +297,15 @@ class JobViews:
         if allowed:
             found = [v for v in found if v.name in allowed]
         return found
+
+
+def _event_time(event: Obj) -> str:
+    return str(
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
 
 
 def summary(primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> JobSummary:

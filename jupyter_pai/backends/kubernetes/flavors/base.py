@@ -178,9 +178,11 @@ class Flavor:
         vc: VirtualCluster | None,
         events: Sequence[Manifest],
         related: Mapping[Kind, list[Manifest]],
+        peers: Mapping[str, VirtualCluster] | None = None,
     ) -> str:
         """Why a WAITING job waits, from its VC's use, the events of its objects, and its
-        objects of ``extra_kinds`` / ``foreign_kinds`` (``related``)."""
+        objects of ``extra_kinds`` / ``foreign_kinds`` (``related``); ``peers``: every VC by
+        name, for a reason that names another (who reclaimed its GPUs)."""
         groups = related.get(self.pod_group_kind, []) if self.pod_group_kind else []
         return waiting_reason(
             job,

@@ -11,13 +11,19 @@ webhook behave the same. OpenPAI semantics on Volcano's lifecycle policies:
   (``TaskCompleted → CompleteJob``); other thresholds are enforced by the backend;
 * eviction restarts the whole job (``PodEvicted → RestartJob``), like OpenPAI.
 
-Stop is a bus ``Command`` with ``AbortJob``: the job stays, in phase ``Aborted``. A virtual
-cluster is a Volcano ``Queue`` (capability, else deserved, else guarantee); a waiting gang
-says why through its PodGroup's ``Unschedulable`` condition.
+Stop is a bus ``Command`` with ``AbortJob``: the job stays, in phase ``Aborted``. A waiting
+gang says why through its PodGroup's ``Unschedulable`` condition.
+
+A virtual cluster is a Volcano ``Queue`` (``volcano_queues``: guaranteed share, may
+borrow, may lend). The scheduler does the preempting: a reclaimed pod gets the event
+``Evict`` ("Pod is evicted, because of reclaim") and the job's ``PodEvicted → RestartJob``
+policy recreates every pod, so the job waits again, saying why, and runs when capacity
+frees.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ....spec.protocol import JobProtocol
@@ -26,12 +32,10 @@ from .. import vcs
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, headless_service, pod_template, secret_manifest
 from ..resources import VOLCANO_COMMAND, VOLCANO_JOB, VOLCANO_POD_GROUP, VOLCANO_QUEUE, Kind
-from ..states import Obj
 from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
+from .volcano_queues import preemption_reason, queue_virtual_clusters
 
 SCHEDULER = "volcano"
-#: The parent of every queue, added by vc-controller-manager; Volcano refuses jobs in it.
-ROOT_QUEUE = "root"
 TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
 
 
@@ -46,39 +50,6 @@ def task_policies(job: JobProtocol, role: str) -> list[dict[str, Any]]:
     if spec.min_succeeded == spec.instances:
         policies.append({"event": "TaskCompleted", "action": "CompleteJob"})
     return policies
-
-
-def queue_capacity(queue: Obj, cluster: Resources, gpu: str) -> Resources:
-    """capability, else deserved, else guarantee, else the whole cluster."""
-    spec = queue.get("spec") or {}
-    for listing in (
-        spec.get("capability"),
-        spec.get("deserved"),
-        (spec.get("guarantee") or {}).get("resource"),
-    ):
-        if listing:
-            r = vcs.resources(listing, gpu)
-            return Resources(
-                gpu=r.gpu if gpu in listing else cluster.gpu,
-                cpu=r.cpu if "cpu" in listing else cluster.cpu,
-                memory_mb=r.memory_mb if "memory" in listing else cluster.memory_mb,
-            )
-    return cluster
-
-
-def queue_virtual_clusters(
-    queues: list[Obj], jobs: list[JobSummary], cluster: Resources, gpu: str
-) -> list[VirtualCluster]:
-    out = []
-    for q in sorted(queues, key=lambda q: q["metadata"]["name"]):
-        name = q["metadata"]["name"]
-        if name == ROOT_QUEUE:
-            continue
-        cap = queue_capacity(q, cluster, gpu)
-        used = vcs.resources((q.get("status") or {}).get("allocated"), gpu)
-        state = (q.get("status") or {}).get("state") or "Open"
-        out.append(vcs.virtual_cluster(name, cap, used, jobs, f"Volcano queue {name} ({state})"))
-    return out
 
 
 class VolcanoFlavor(Flavor):
@@ -168,6 +139,21 @@ class VolcanoFlavor(Flavor):
             "message": f"stopped by {names.user}",
         }
         return [StopStep("create", VOLCANO_COMMAND, body=command)]
+
+    def waiting_reason(
+        self,
+        job: JobProtocol,
+        *,
+        vc: VirtualCluster | None,
+        events: Sequence[Manifest],
+        related: Mapping[Kind, list[Manifest]],
+        peers: Mapping[str, VirtualCluster] | None = None,
+    ) -> str:
+        # Reclaimed: the job's own policy (PodEvicted → RestartJob) requeued it.
+        reclaimed = preemption_reason(job, job.virtual_cluster, events, peers or {})
+        return reclaimed or super().waiting_reason(
+            job, vc=vc, events=events, related=related, peers=peers
+        )
 
     def virtual_clusters(
         self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
