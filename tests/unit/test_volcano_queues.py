@@ -100,3 +100,15 @@ def test_a_reclaimed_job_names_the_vc_and_the_gpus() -> None:
     later = {**started, "lastTimestamp": "2026-11-23T14:19:30Z"}
     assert preemption_reason(JOB, "a", [evicted, later], peers) is None
     assert preemption_reason(JOB, "a", [started], peers) is None
+
+
+def test_native_quotas_neither_borrow_nor_lend() -> None:
+    """The other flavour's answer, for contrast: a ResourceQuota is a hard cap."""
+    from jupyter_pai.backends.kubernetes.flavors import FLAVORS
+    from jupyter_pai.backends.kubernetes.pods import PodOptions
+    from jupyter_pai.backends.kubernetes.resources import PRIORITY_CLASS
+
+    native = FLAVORS["native"](PodOptions(namespace="alice"))
+    listing = {PRIORITY_CLASS: [{"metadata": {"name": "vc-a"}}]}
+    (vc,) = native.virtual_clusters(lambda k: listing.get(k, []), [], Resources(gpu=4)) or []
+    assert (vc.may_borrow, vc.may_lend, vc.borrowed_gpus, vc.lent_gpus) == (False, False, 0, 0)
