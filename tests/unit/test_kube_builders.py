@@ -103,14 +103,15 @@ def test_volcano_sets_what_the_webhook_would_default() -> None:
     assert [t["name"] for t in spec["tasks"]] == ["ps", "worker"]
     assert [(t["replicas"], t["minAvailable"], t["maxRetry"]) for t in spec["tasks"]] == [
         (1, 1, 0),
-        (3, 3, 1),
+        (3, 3, 2),  # taskRetryCount 1: TaskFailed at the second restart
     ]
-    for task in spec["tasks"]:
-        pod = task["template"]["spec"]
-        assert pod["schedulerName"] == "volcano" and pod["restartPolicy"] == "Never"
+    # taskRetryCount: the container restarts in place (the pod and its previous log stay).
+    assert [t["template"]["spec"]["restartPolicy"] for t in spec["tasks"]] == ["Never", "OnFailure"]
+    assert all(t["template"]["spec"]["schedulerName"] == "volcano" for t in spec["tasks"])
     ps, worker = spec["tasks"]
     assert {"event": "PodFailed", "action": "RestartJob"} in ps["policies"]
-    assert {"event": "PodFailed", "action": "RestartPod"} in worker["policies"]
+    assert {"event": "TaskFailed", "action": "RestartJob"} in worker["policies"]
+    assert not any(p["action"] == "RestartPod" for p in worker["policies"])
     assert {"event": "TaskCompleted", "action": "CompleteJob"} in worker["policies"]
     assert not any(p["event"] == "TaskCompleted" for p in ps["policies"])  # -1: never decides
     assert {"event": "PodEvicted", "action": "RestartJob"} in spec["policies"]

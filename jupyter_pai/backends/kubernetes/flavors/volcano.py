@@ -4,7 +4,9 @@ cluster as the Volcano queue, gang = ``minAvailable``.
 Everything Volcano's admission webhook would default is set here, so clusters without the
 webhook behave the same. OpenPAI semantics on Volcano's lifecycle policies:
 
-* ``taskRetryCount`` → the task's ``maxRetry`` with ``PodFailed → RestartPod``;
+* ``taskRetryCount`` n → the container restarted in place (``restartPolicy: OnFailure``),
+  the task's ``maxRetry`` n + 1: Volcano raises ``TaskFailed`` when the restarts reach it
+  (summed over the role's pods: a budget per role, where OpenPAI counts per instance);
 * a role with ``minFailedInstances: 1`` fails the job on a pod failure: ``RestartJob`` while
   ``jobRetryCount`` (the job's ``maxRetry``) allows, ``TerminateJob`` otherwise;
 * a role with ``minSucceededInstances`` = all its instances completes the job
@@ -40,13 +42,16 @@ TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
 
 
 def task_policies(job: JobProtocol, role: str) -> list[dict[str, Any]]:
+    """A role with ``taskRetryCount`` restarts its container in place (``OnFailure``, so the
+    pod and the earlier attempt's log stay, as OpenPAI keeps them); Volcano raises
+    ``TaskFailed`` once the role's restarts reach the task's ``maxRetry``. ``RestartPod``
+    would delete the pod and make a new one of the same name: the attempt's log gone."""
     spec = job.task_roles[role]
     policies: list[dict[str, Any]] = []
-    if spec.task_retry_count > 0:
-        policies.append({"event": "PodFailed", "action": "RestartPod"})
-    elif spec.min_failed == 1:
+    if spec.min_failed == 1:
         action = "RestartJob" if job.job_retry_count > 0 else "TerminateJob"
-        policies.append({"event": "PodFailed", "action": action})
+        event = "TaskFailed" if spec.task_retry_count > 0 else "PodFailed"
+        policies.append({"event": event, "action": action})
     if spec.min_succeeded == spec.instances:
         policies.append({"event": "TaskCompleted", "action": "CompleteJob"})
     return policies
@@ -76,12 +81,15 @@ class VolcanoFlavor(Flavor):
                 scheduler_name=SCHEDULER,
                 subdomain=names.service,
             )
+            if spec.task_retry_count > 0:
+                template["spec"]["restartPolicy"] = "OnFailure"
             tasks.append(
                 {
                     "name": names.roles[role],
                     "replicas": spec.instances,
                     "minAvailable": spec.instances if gang else 1,
-                    "maxRetry": spec.task_retry_count,
+                    # TaskFailed fires when the role's restarts reach maxRetry.
+                    "maxRetry": spec.task_retry_count + 1 if spec.task_retry_count else 0,
                     "policies": task_policies(job, role),
                     "template": template,
                 }
