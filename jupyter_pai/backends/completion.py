@@ -29,6 +29,11 @@ class Decision:
     state: JobState
     reason: str
     exit_code: int
+    #: Which rule decided: a role's ``minFailedInstances`` ("failed") or
+    #: ``minSucceededInstances`` ("succeeded"), or every task having ended ("all", no role).
+    #: A scheduler that enforces some rules itself is asked about exactly this one.
+    rule: str = "all"
+    role: str | None = None
 
 
 def decide(job: JobProtocol, tasks: Sequence[TaskOutcome]) -> Decision | None:
@@ -43,6 +48,8 @@ def decide(job: JobProtocol, tasks: Sequence[TaskOutcome]) -> Decision | None:
                 f"{len(failed)} of {spec.instances} {role} instance(s) failed "
                 f"(minFailedInstances={spec.min_failed})",
                 code,
+                rule="failed",
+                role=role,
             )
         if spec.min_succeeded != -1 and len(succeeded) >= spec.min_succeeded:
             return Decision(
@@ -50,6 +57,8 @@ def decide(job: JobProtocol, tasks: Sequence[TaskOutcome]) -> Decision | None:
                 f"{len(succeeded)} of {spec.instances} {role} instance(s) succeeded "
                 f"(minSucceededInstances={spec.min_succeeded})",
                 0,
+                rule="succeeded",
+                role=role,
             )
     if tasks and all(t.state.terminal for t in tasks):
         return Decision(JobState.SUCCEEDED, "all tasks ended", 0)

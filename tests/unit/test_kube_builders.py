@@ -14,9 +14,12 @@ from typing import Any
 
 import pytest
 
+from jupyter_pai.backends.completion import Decision
 from jupyter_pai.backends.kubernetes.flavors import FLAVORS, Built, Flavor
+from jupyter_pai.backends.kubernetes.flavors.volcano import completion_plan
 from jupyter_pai.backends.kubernetes.naming import ANN_SPEC, make_names, slug
 from jupyter_pai.backends.kubernetes.pods import PodOptions
+from jupyter_pai.backends.models import JobState
 from jupyter_pai.spec import parse_job
 from jupyter_pai.spec.protocol import JobProtocol
 from tests.cluster.podenv import container_argv, container_env
@@ -283,3 +286,79 @@ def test_native_gang_pod_group_counts_every_instance() -> None:
         assert pod["schedulingGroup"] == {"podGroupName": group["metadata"]["name"]}
         assert pod["priorityClassName"] == "vc-research"
     assert [j["spec"]["backoffLimitPerIndex"] for j in jobs] == [0, 1]
+
+
+# -- OpenPAI's completion policy as Volcano lifecycle policies ------------------------------
+
+COMPLETION_CASES = {
+    "chief-and-workers": """
+      chief: {instances: 1, completion: {minSucceededInstances: 1}}
+      worker: {instances: 2}""",
+    "ps-never-succeeds": """
+      ps: {instances: 1, completion: {minSucceededInstances: -1, minFailedInstances: -1}}
+      worker: {instances: 3, completion: {minSucceededInstances: -1}}""",
+    "one-role-min-succeeded": """
+      worker: {instances: 4, completion: {minSucceededInstances: 2}}""",
+    "two-roles-min-succeeded": """
+      chief: {instances: 1}
+      worker: {instances: 4, completion: {minSucceededInstances: 2, minFailedInstances: 2}}""",
+    "retries": """
+      worker: {instances: 2, taskRetryCount: 2}""",
+}
+
+
+def _completion_job(roles: str, job_retries: int = 0) -> JobProtocol:
+    body = "\n".join(
+        line.rstrip()[:-1] + ", commands: [run]}" if line.strip() else line
+        for line in roles.splitlines()
+    )
+    return _job(
+        f"protocolVersion: 2\nname: c\ntype: job\njobRetryCount: {job_retries}\ntaskRoles:{body}\n"
+    )
+
+
+def test_volcano_completion_policies_golden() -> None:
+    """What the vcjob says per case (task policies, minSuccess) and which decisions Volcano
+    then enforces without jupyter-pai; the golden file is the table to review."""
+    got = {}
+    for name, roles in COMPLETION_CASES.items():
+        for retries in (0, 1):
+            job = _completion_job(roles, retries)
+            vcjob = _build("volcano", job).primary_object
+            plan = completion_plan(job)
+            got[f"{name}.jobRetryCount={retries}"] = {
+                "policies": {t["name"]: t["policies"] for t in vcjob["spec"]["tasks"]},
+                "minSuccess": vcjob["spec"].get("minSuccess"),
+                "enforcedByVolcano": sorted(f"{r}:{rule}" for r, rule in plan.enforced),
+            }
+    golden = GOLDEN / "completion-policies.volcano.json"
+    text = json.dumps(got, indent=1, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert json.loads(golden.read_text()) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("case", "role", "rule", "volcano"),
+    [
+        ("chief-and-workers", "chief", "succeeded", True),  # TaskCompleted → CompleteJob
+        ("chief-and-workers", "worker", "failed", True),  # PodFailed → TerminateJob
+        ("one-role-min-succeeded", "worker", "succeeded", True),  # minSuccess
+        ("two-roles-min-succeeded", "worker", "succeeded", False),  # minSuccess counts all
+        ("two-roles-min-succeeded", "worker", "failed", False),  # no count of failures
+        ("two-roles-min-succeeded", "chief", "succeeded", True),
+    ],
+)
+def test_who_ends_a_decided_job(case: str, role: str, rule: str, volcano: bool) -> None:
+    job = _completion_job(COMPLETION_CASES[case])
+    state = JobState.SUCCEEDED if rule == "succeeded" else JobState.FAILED
+    decision = Decision(state, "why", 0, rule=rule, role=role)
+    assert FLAVORS["volcano"](OPTIONS).ends_itself(job, decision) is volcano
+    assert FLAVORS["native"](OPTIONS).ends_itself(job, decision) is False
+    names = make_names(job, "alice")
+    primary = {"metadata": {"name": names.base, "uid": "u1"}}
+    (step,) = FLAVORS["volcano"](OPTIONS).ending_steps(primary, names, decision)
+    assert step.body["action"] == ("CompleteJob" if rule == "succeeded" else "TerminateJob")
+    assert step.body["message"] == "why"
+    native = FLAVORS["native"](OPTIONS).ending_steps(primary, names, decision)
+    assert [s.op for s in native] == ["patch"] * len(job.task_roles)  # finished pods stay

@@ -166,3 +166,17 @@ def test_reason_from_scheduling_failures() -> None:
 def test_closed_queue_and_default_reason() -> None:
     assert "closed" in waiting_reason(JOB, vc=VcUsage("research", 8, 0, state="Closed"), events=[])
     assert "scheduler" in waiting_reason(JOB, vc=VcUsage("research", 8, 0), events=[])
+
+
+def test_pods_volcano_kills_while_ending_are_stopped_not_failed() -> None:
+    """CompleteJob deletes the ps: it may exit non-zero on its way out; that is no failure
+    (ps has minFailedInstances 1), the workers' success stays the verdict."""
+    killed = pod("ps", 0, "Failed", code=137, deletionTimestamp="2024-01-01T00:02:00Z")
+    done = [pod("worker", 0, "Succeeded", code=0), pod("worker", 1, "Succeeded", code=0)]
+    v = view([killed, *done], status={"state": {"phase": "Completing"}})
+    assert v.state == JobState.SUCCEEDED
+    assert v.sub_state == "2 of 2 worker instance(s) succeeded (minSucceededInstances=2)"
+    assert v.tasks[0].state == TaskState.STOPPED
+    assert v.decision is not None and (v.decision.role, v.decision.rule) == ("worker", "succeeded")
+    # Outside an ending the same pod is a failure.
+    assert view([killed, *done], status={"state": {"phase": "Running"}}).state == JobState.FAILED

@@ -132,7 +132,8 @@ class KubernetesBackend(Backend):
         self.views = JobViews(self.engine, self.namespace)
         self.cache = self.views.cache
         self.lifecycle = JobLifecycle(self.views, self._rest, self.log)
-        # Every view read is a chance to end a job its completion policy has decided.
+        # Every view derived (on a watch event or a read) may end a job the completion
+        # policy decided, where the scheduler does not.
         self.views.on_view = self.lifecycle.end_if_decided
         self.rest: Rest | None = None
         self._api: Any = None
@@ -144,6 +145,7 @@ class KubernetesBackend(Backend):
         self._api = await connect.api_client(self.kubeconfig or None, self.context or None)
         self.rest = Rest(self._api, timeout=self.request_timeout)
         self.views.watch(self.rest, claims_selector=self.storage_label_selector or None)
+        self.lifecycle.watch_endings()
         self.cache.start()
         self.helpers = HelperPods(
             self.rest,
@@ -156,6 +158,7 @@ class KubernetesBackend(Backend):
             self.log.warning("jupyter-pai: the watch cache is not synced yet; answering 503")
 
     async def close(self) -> None:
+        await self.lifecycle.drain()  # an ending started here is finished, not cut short
         if self.helpers is not None:
             await self.helpers.close()  # no helper pod outlives the server
         await self.cache.stop()

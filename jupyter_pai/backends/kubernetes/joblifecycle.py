@@ -1,6 +1,11 @@
 """Writing a job's objects: the checks a submission needs the cluster for, creation in
-order with rollback, and ending a job through its flavour's stop steps — when its user
-stops it, or when the completion policy has decided while pods still run."""
+order with rollback, and ending a job through its flavour's steps — when its user stops it,
+or when OpenPAI's completion policy has decided while pods still run and the scheduler does
+not act on that decision itself (native always; Volcano for what its policies cannot count).
+
+Endings are watched for, not waited for: every change the watch cache sees to a job's pods
+or primary re-derives that job's view, so a running backend ends a decided job within a
+watch event of the pod that decided it, whether or not anyone asks for the job."""
 
 from __future__ import annotations
 
@@ -13,7 +18,9 @@ from typing import Any
 
 from ...errors import Conflict, FieldError, Forbidden, SpecError, Unavailable
 from ...spec.protocol import JobProtocol
+from ..completion import Decision
 from ..models import JobState
+from .flavors import StopStep
 from .jobviews import OWNED, Derived, JobViews
 from .naming import ANN_OUTCOME, ANN_STOP, LABEL_JOB, JobNames
 from .resources import POD, kind_of
@@ -42,7 +49,13 @@ class JobLifecycle:
         self.namespace = views.namespace
         self.rest = rest
         self.log = log
+        # Jobs whose ending was started here (dropped again if it failed, to retry).
         self._ending: set[str] = set()
+        self._endings: set[asyncio.Task[None]] = set()
+        # Jobs (primary names) the watch cache saw change since the watcher last looked.
+        self._changed: set[str] = set()
+        self._wake = asyncio.Event()
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- submission ------------------------------------------------------------------------
 
@@ -152,33 +165,39 @@ class JobLifecycle:
 
     async def _run_stop_steps(self, primary: Obj, names: JobNames) -> None:
         rest = self.rest()
-        ns = self.namespace
         for step in self.flavor.stop_steps(primary, names):
-            if step.op == "create" and step.kind is not None:
-                await rest.create(
-                    step.kind,
-                    ns,
-                    {**step.body, "metadata": {**step.body["metadata"], "namespace": ns}},
-                )
-            elif step.op == "patch" and step.kind is not None and step.name:
-                with contextlib.suppress(ApiError):
-                    await rest.patch(step.kind, ns, step.name, step.body)
-            elif step.op == "delete_pods":
-                await rest.call(
-                    "DELETE",
-                    path(POD, ns),
-                    query={"labelSelector": f"{OWNED},{LABEL_JOB}={names.base}"},
-                )
+            await self._run_step(rest, step, names)
 
-    def end_if_decided(self, primary: Obj, names: JobNames, view: JobView) -> None:
-        """The completion policy decided while pods still run (a ps after its workers
-        succeeded): record the outcome and stop what is left, once, in the background."""
+    async def _run_step(self, rest: Rest, step: StopStep, names: JobNames) -> None:
+        ns = self.namespace
+        if step.op == "create" and step.kind is not None:
+            await rest.create(
+                step.kind, ns, {**step.body, "metadata": {**step.body["metadata"], "namespace": ns}}
+            )
+        elif step.op == "patch" and step.kind is not None and step.name:
+            with contextlib.suppress(ApiError):
+                await rest.patch(step.kind, ns, step.name, step.body)
+        elif step.op == "delete_pods":
+            await rest.call(
+                "DELETE",
+                path(POD, ns),
+                query={"labelSelector": f"{OWNED},{LABEL_JOB}={names.base}"},
+            )
+
+    def end_if_decided(
+        self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView
+    ) -> None:
+        """The completion policy decided while pods still run (a chief that succeeded while
+        its workers run) and the scheduler will not end the job itself: record the outcome
+        and run the flavour's ending steps, once, in the background (:meth:`drain` waits)."""
         annotations = primary["metadata"].get("annotations") or {}
+        decision = view.decision
         if (
-            view.state not in (JobState.SUCCEEDED, JobState.FAILED)
+            decision is None
             or not view.active_pods
             or ANN_OUTCOME in annotations
             or names.job_id in self._ending
+            or self.flavor.ends_itself(job, decision)
         ):
             return
         try:
@@ -186,25 +205,77 @@ class JobLifecycle:
         except Unavailable:
             return  # not started: nothing can be written yet
         self._ending.add(names.job_id)
+        task = asyncio.get_running_loop().create_task(self._end(rest, primary, names, decision))
+        self._endings.add(task)
+        task.add_done_callback(self._endings.discard)
+
+    async def _end(self, rest: Rest, primary: Obj, names: JobNames, decision: Decision) -> None:
         outcome = {
-            "state": view.state.value,
-            "reason": view.sub_state,
-            "exitCode": view.exit_code,
+            "state": decision.state.value,
+            "reason": decision.reason,
+            "exitCode": decision.exit_code,
             "time": now(),
         }
+        try:
+            primary = await rest.patch(
+                self.flavor.primary_kind,
+                self.namespace,
+                primary["metadata"]["name"],
+                {"metadata": {"annotations": {ANN_OUTCOME: json.dumps(outcome)}}},
+            )
+            for step in self.flavor.ending_steps(primary, names, decision):
+                await self._run_step(rest, step, names)
+            self.log.info("jupyter-pai: ended job %s: %s", names.job_id, decision.reason)
+        except Exception:
+            self._ending.discard(names.job_id)
+            self.log.exception("jupyter-pai: ending job %s failed", names.job_id)
 
-        async def run() -> None:
-            try:
-                await rest.patch(
-                    self.flavor.primary_kind,
-                    self.namespace,
-                    primary["metadata"]["name"],
-                    {"metadata": {"annotations": {ANN_OUTCOME: json.dumps(outcome)}}},
-                )
-                await self._run_stop_steps(primary, names)
-            except Exception:
-                self.log.exception("jupyter-pai: ending job %s failed", names.job_id)
-            finally:
-                self._ending.discard(names.job_id)
+    # -- watching for decided jobs ---------------------------------------------------------
 
-        asyncio.get_running_loop().create_task(run())
+    def watch_endings(self) -> None:
+        """Look at every job whose pods or primary the watch cache sees change (a relist
+        counts), so decided jobs end with no one asking. Call before the cache starts."""
+        self.views.cache["pods"].listeners.append(self._pod_changed)
+        self.views.cache["primary"].listeners.append(self._primary_changed)
+        self._watcher = asyncio.get_running_loop().create_task(
+            self._watch(), name="jupyter-pai-endings"
+        )
+
+    def _pod_changed(self, pod: Obj) -> None:
+        base = (pod["metadata"].get("labels") or {}).get(LABEL_JOB)
+        if base:
+            self._changed.add(base)
+            self._wake.set()
+
+    def _primary_changed(self, primary: Obj) -> None:
+        self._changed.add(primary["metadata"]["name"])
+        self._wake.set()
+
+    async def _watch(self) -> None:
+        primaries = self.views.cache["primary"]
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            changed, self._changed = self._changed, set()
+            for name in changed:
+                primary = primaries.get(name)
+                if primary is None:
+                    continue
+                try:
+                    self.views.view(primary)  # its hook is end_if_decided
+                except (KeyError, ValueError):
+                    continue  # not one of ours, or written by an incompatible version
+                except Exception:
+                    self.log.exception("jupyter-pai: looking at job %s failed", name)
+            await asyncio.sleep(0)  # let the watches run between bursts
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Stop watching and finish the endings under way, so a process that exits (the
+        CLI, right after it saw a job decided) leaves no ending half-done."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
+        if self._endings:
+            await asyncio.wait(set(self._endings), timeout=timeout)

@@ -40,7 +40,7 @@ from .watch import Reflector, WatchCache
 OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
 #: Called with every view computed or reused (the completion policy acts on it).
-ViewHook = Callable[[Obj, JobNames, JobView], None]
+ViewHook = Callable[[Obj, JobProtocol, JobNames, JobView], None]
 
 
 @dataclass
@@ -220,7 +220,7 @@ class JobViews:
         if cached is not None and cached.rv == meta.get("resourceVersion"):
             job, names = cached.job, cached.names
             if cached.key == self._key(primary, names, cached.waiting, inputs):
-                self._notify(primary, names, cached.view)
+                self._notify(primary, job, names, cached.view)
                 return cached
         else:
             job = JobProtocol.model_validate(json.loads(meta["annotations"][ANN_SPEC]))
@@ -247,12 +247,12 @@ class JobViews:
             summary=summary(primary, job, names, view),
         )
         self._derived[uid] = derived
-        self._notify(primary, names, view)
+        self._notify(primary, job, names, view)
         return derived
 
-    def _notify(self, primary: Obj, names: JobNames, view: JobView) -> None:
+    def _notify(self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> None:
         if self.on_view is not None:
-            self.on_view(primary, names, view)
+            self.on_view(primary, job, names, view)
 
     def detail(self, job_id: str) -> JobDetail:
         primary = self.primary(job_id)

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ...spec.protocol import JobProtocol
-from ..completion import decide
+from ..completion import Decision, decide
 from ..envcontract import parse_port_list
 from ..models import JobState, TaskState
 from .naming import ANN_OUTCOME, ANN_STOP, JobNames
@@ -35,6 +35,9 @@ VOLCANO_PHASES = {
     "Aborting": JobState.STOPPING,
     "Aborted": JobState.STOPPED,
 }
+#: Phases in which Volcano's controller ends the job (a lifecycle policy, ``minSuccess``, a
+#: command): the pods it deletes were killed, they did not fail.
+VOLCANO_ENDING = frozenset(("Completing", "Completed", "Terminating", "Terminated", "Failed"))
 
 
 @dataclass
@@ -78,6 +81,8 @@ class JobView:
     launched: datetime | None = None
     completed: datetime | None = None
     active_pods: list[str] = field(default_factory=list)
+    #: OpenPAI's completion policy, where it decided the state (not a recorded outcome).
+    decision: Decision | None = None
 
 
 def now() -> str:
@@ -138,9 +143,11 @@ def tasks_from_pods(
     pods: Sequence[tuple[str | None, int | None, Obj]],
     *,
     stopped: bool,
+    killed: bool = False,
 ) -> list[Task]:
     """One task per instance in the spec, from the newest pod of each (role slug, index);
-    failed pods beyond the newest count as retries."""
+    failed pods beyond the newest count as retries. ``killed``: the scheduler is ending the
+    job, so a deleted pod that has not succeeded was stopped, whatever its exit."""
     by_slug = {slug: role for role, slug in names.roles.items()}
     grouped: dict[tuple[str, int], list[Obj]] = {}
     for role_slug, index, pod in pods:
@@ -176,7 +183,10 @@ def tasks_from_pods(
                 if task.state == TaskState.FAILED and task.retries < spec.task_retry_count:
                     task.state = TaskState.WAITING  # the controller recreates it
                     task.exit_reason = f"retrying after exit code {task.exit_code}"
-                if (pod.get("metadata") or {}).get("deletionTimestamp") and not task.state.terminal:
+                deleted = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+                if deleted and killed and task.state != TaskState.SUCCEEDED:
+                    task.state = TaskState.STOPPED
+                elif deleted and not task.state.terminal:
                     task.state = TaskState.STOPPED if stopped else TaskState.WAITING
                 if task.state in (TaskState.RUNNING,) or task.state.terminal:
                     task.gpus = spec.resource_per_instance.gpu
@@ -198,7 +208,8 @@ def job_view(
     status = primary.get("status") or {}
     volcano_phase = (status.get("state") or {}).get("phase") if "state" in status else None
     stop = bool(annotations.get(ANN_STOP)) or volcano_phase in ("Aborting", "Aborted")
-    tasks = tasks_from_pods(job, names, pods, stopped=stop)
+    ending = volcano_phase in VOLCANO_ENDING
+    tasks = tasks_from_pods(job, names, pods, stopped=stop, killed=ending)
     active = [
         p["metadata"]["name"]
         for _, _, p in pods
@@ -233,12 +244,17 @@ def job_view(
         view.completed = parse_time(outcome.get("time")) or view.completed
         return view
     decision = decide(job, tasks)
+    if ending and decision is not None and decision.rule == "all":
+        # "every task ended" counts tasks the scheduler killed: its own verdict holds.
+        if any(t.state == TaskState.STOPPED for t in tasks):
+            decision = None
     if decision is not None:
         view.state, view.sub_state, view.exit_code = (
             decision.state,
             decision.reason,
             decision.exit_code,
         )
+        view.decision = decision
         return view
     if volcano_phase in ("Failed", "Terminated", "Completed"):
         view.state = VOLCANO_PHASES[volcano_phase]

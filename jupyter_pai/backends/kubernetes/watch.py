@@ -67,6 +67,9 @@ class Reflector:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.lists = 0
+        #: Called with each object added, changed or deleted, and every object of a relist
+        #: (so a listener that missed watch events while the watch was broken catches up).
+        self.listeners: list[Callable[[Obj], None]] = []
 
     # -- reading -------------------------------------------------------------------------
 
@@ -160,6 +163,8 @@ class Reflector:
         self.store = items
         self.epoch += 1
         self._reindex()
+        for item in items.values():
+            self._tell(item)
         return str((page.get("metadata") or {}).get("resourceVersion") or "")
 
     async def _watch(self, rv: str) -> str:
@@ -197,7 +202,15 @@ class Reflector:
                 self.store[key] = obj
                 self._add_index(key, obj)
             self._touch()
+            self._tell(obj)
         return rv
+
+    def _tell(self, obj: Obj) -> None:
+        for listener in self.listeners:
+            try:
+                listener(obj)
+            except Exception:  # a listener's bug must not break the watch
+                log.exception("watch %s: listener failed", self.kind.plural)
 
     # -- index ---------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """What every flavour provides: the objects of a job (in creation order), how peers are
-named, how a stop is expressed, which kinds the watch cache follows, what its virtual
+named, how a stop is expressed, which decisions of OpenPAI's completion policy the
+scheduler enforces itself (and how the backend ends the others), which kinds the watch cache follows, what its virtual
 clusters are made of, and why a job waits. The backend holds no flavour logic: a new
 flavour is a subclass here plus its tests."""
 
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 from ....errors import FieldError, SpecError
 from ....spec.protocol import JobProtocol
 from ....spec.render import public_spec
+from ...completion import Decision
 from ...models import JobSummary, Resources, VirtualCluster
 from .. import vcs
 from ..naming import (
@@ -113,6 +115,21 @@ class Flavor:
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
         """Default: delete the pods (what remains is listed as STOPPED)."""
         return [StopStep("delete_pods")]
+
+    # -- the completion policy -------------------------------------------------------------
+
+    def ends_itself(self, job: JobProtocol, decision: Decision) -> bool:
+        """Whether the scheduler acts on this decision of OpenPAI's completion policy by
+        itself, from what :meth:`build` wrote into the job's objects, with no jupyter-pai
+        process running. Default: no; a running backend ends the job (:meth:`ending_steps`)."""
+        return False
+
+    def ending_steps(
+        self, primary: Manifest, names: JobNames, decision: Decision
+    ) -> list[StopStep]:
+        """The calls that end a job the policy decided while pods still run (its outcome is
+        recorded on the primary first). Default: the stop's."""
+        return self.stop_steps(primary, names)
 
     def role_index(self, pod: Manifest) -> tuple[str | None, int | None]:
         """(role slug, index) of one of the job's pods."""

@@ -5,7 +5,11 @@ GPUs a ResourceQuota caps. For clusters without Volcano (and the project's test 
 * gang: every pod names the job's PodGroup, whose ``minCount`` is every instance;
 * ``taskRetryCount`` → ``backoffLimitPerIndex``; eviction (``DisruptionTarget``) does not
   count as a failure and the pod is recreated;
-* the completion policy across roles is enforced by the backend (batch Jobs are per role).
+* OpenPAI's completion policy cannot be expressed: a batch Job is one role and knows
+  nothing of the others (a chief's success cannot end the workers' Job), and its
+  ``successPolicy`` / ``backoffLimitPerIndex`` count only its own indexes. A running
+  jupyter-pai backend ends decided jobs from its watch cache: it records the outcome and
+  suspends every batch Job (their running pods go; finished pods stay, with their logs).
 
 Stop suspends every batch Job (their pods go) and marks the job stopped. A ResourceQuota
 cannot lend, so a virtual cluster is its cap and nothing more.
@@ -16,6 +20,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ....spec.protocol import JobProtocol
+from ...completion import Decision
 from ...models import JobState, JobSummary, Resources, VirtualCluster
 from .. import vcs
 from ..naming import JobNames, base_labels
@@ -67,6 +72,13 @@ def priority_class_virtual_clusters(
         description = str(pc.get("description") or f"priority class {pc_name}")
         out.append(vcs.virtual_cluster(name, cap, used, jobs, description))
     return out
+
+
+def _suspend(names: JobNames) -> list[StopStep]:
+    return [
+        StopStep("patch", BATCH_JOB, names.role_object(role), {"spec": {"suspend": True}})
+        for role in names.roles
+    ]
 
 
 def _quota_scope(quota: Obj) -> str | None:
@@ -149,12 +161,14 @@ class NativeFlavor(Flavor):
         return Built(objects=objects, primary=0)
 
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
-        steps = [
-            StopStep("patch", BATCH_JOB, names.role_object(role), {"spec": {"suspend": True}})
-            for role in names.roles
-        ]
         # Pods of a finished index are not removed by suspend; delete whatever is left.
-        return [*steps, StopStep("delete_pods")]
+        return [*_suspend(names), StopStep("delete_pods")]
+
+    def ending_steps(
+        self, primary: Manifest, names: JobNames, decision: Decision
+    ) -> list[StopStep]:
+        # Suspending deletes the running pods; those that ended stay, as on any flavour.
+        return _suspend(names)
 
     def virtual_clusters(
         self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None

@@ -2,16 +2,9 @@
 cluster as the Volcano queue, gang = ``minAvailable``.
 
 Everything Volcano's admission webhook would default is set here, so clusters without the
-webhook behave the same. OpenPAI semantics on Volcano's lifecycle policies:
-
-* ``taskRetryCount`` n → the container restarted in place (``restartPolicy: OnFailure``),
-  the task's ``maxRetry`` n + 1: Volcano raises ``TaskFailed`` when the restarts reach it
-  (summed over the role's pods: a budget per role, where OpenPAI counts per instance);
-* a role with ``minFailedInstances: 1`` fails the job on a pod failure: ``RestartJob`` while
-  ``jobRetryCount`` (the job's ``maxRetry``) allows, ``TerminateJob`` otherwise;
-* a role with ``minSucceededInstances`` = all its instances completes the job
-  (``TaskCompleted → CompleteJob``); other thresholds are enforced by the backend;
-* eviction restarts the whole job (``PodEvicted → RestartJob``), like OpenPAI.
+webhook behave the same. OpenPAI's completion policy is written into the Job, so Volcano's
+controller ends a decided job with no jupyter-pai process running (:func:`completion_plan`);
+eviction restarts the whole job (``PodEvicted → RestartJob``), like OpenPAI.
 
 Stop is a bus ``Command`` with ``AbortJob``: the job stays, in phase ``Aborted``. A waiting
 gang says why through its PodGroup's ``Unschedulable`` condition.
@@ -26,10 +19,12 @@ frees.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ....spec.protocol import JobProtocol
-from ...models import JobSummary, Resources, VirtualCluster
+from ...completion import Decision
+from ...models import JobState, JobSummary, Resources, VirtualCluster
 from .. import vcs
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, headless_service, pod_template, secret_manifest
@@ -41,20 +36,55 @@ SCHEDULER = "volcano"
 TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
 
 
-def task_policies(job: JobProtocol, role: str) -> list[dict[str, Any]]:
-    """A role with ``taskRetryCount`` restarts its container in place (``OnFailure``, so the
-    pod and the earlier attempt's log stay, as OpenPAI keeps them); Volcano raises
-    ``TaskFailed`` once the role's restarts reach the task's ``maxRetry``. ``RestartPod``
-    would delete the pod and make a new one of the same name: the attempt's log gone."""
-    spec = job.task_roles[role]
-    policies: list[dict[str, Any]] = []
-    if spec.min_failed == 1:
-        action = "RestartJob" if job.job_retry_count > 0 else "TerminateJob"
-        event = "TaskFailed" if spec.task_retry_count > 0 else "PodFailed"
-        policies.append({"event": event, "action": action})
-    if spec.min_succeeded == spec.instances:
-        policies.append({"event": "TaskCompleted", "action": "CompleteJob"})
-    return policies
+@dataclass(frozen=True)
+class CompletionPlan:
+    """OpenPAI's completion policy as Volcano Job fields: task ``policies`` per role, the
+    job's ``minSuccess``, and the (role, rule) decisions Volcano thereby acts on itself."""
+
+    policies: dict[str, list[dict[str, Any]]]
+    min_success: int | None
+    enforced: frozenset[tuple[str, str]]
+
+
+def completion_plan(job: JobProtocol) -> CompletionPlan:
+    """Per role (FrameworkController's rule, :mod:`jupyter_pai.backends.completion`):
+
+    * ``minSucceededInstances`` = instances (the default) → ``TaskCompleted → CompleteJob``
+      (Volcano's TaskCompleted fires when every replica of the task has succeeded);
+    * 1 ≤ ``minSucceededInstances`` < instances in a one-role job → the Job's ``minSuccess``
+      (which counts succeeded pods of all tasks, so it is exact only with one role);
+    * ``minFailedInstances: 1`` → ``PodFailed → TerminateJob`` (Terminated: FAILED), or
+      ``RestartJob`` while ``jobRetryCount`` allows; with ``taskRetryCount`` n the container
+      restarts in place (``restartPolicy: OnFailure``) and ``TaskFailed`` replaces
+      ``PodFailed``: Volcano raises it when the role's restarts (summed over its pods, a
+      budget per role) reach the task's ``maxRetry`` n + 1;
+    * -1 → no policy: Volcano does nothing on that role's successes or failures.
+
+    Volcano cannot count: ``minFailedInstances`` > 1 (PodFailed fires per pod, TaskFailed only
+    when in-place restarts exceed ``maxRetry``) and 1 ≤ ``minSucceededInstances`` < instances
+    in a job of several roles are left out of ``enforced``; a running jupyter-pai backend ends
+    those jobs (:meth:`VolcanoFlavor.ending_steps`)."""
+    policies: dict[str, list[dict[str, Any]]] = {}
+    min_success: int | None = None
+    enforced: set[tuple[str, str]] = set()
+    for role, spec in job.task_roles.items():
+        mine: list[dict[str, Any]] = []
+        if spec.min_failed == 1:
+            # With taskRetryCount the container restarts in place (OnFailure: the pod and
+            # the earlier attempt's log stay; RestartPod would delete the pod and make one
+            # of the same name); TaskFailed fires when the role's restarts reach maxRetry.
+            action = "RestartJob" if job.job_retry_count > 0 else "TerminateJob"
+            event = "TaskFailed" if spec.task_retry_count > 0 else "PodFailed"
+            mine.append({"event": event, "action": action})
+            enforced.add((role, "failed"))
+        if spec.min_succeeded == spec.instances:
+            mine.append({"event": "TaskCompleted", "action": "CompleteJob"})
+            enforced.add((role, "succeeded"))
+        elif spec.min_succeeded != -1 and len(job.task_roles) == 1:
+            min_success = spec.min_succeeded
+            enforced.add((role, "succeeded"))
+        policies[role] = mine
+    return CompletionPlan(policies, min_success, frozenset(enforced))
 
 
 class VolcanoFlavor(Flavor):
@@ -69,6 +99,7 @@ class VolcanoFlavor(Flavor):
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
         gang = job.gang_allocation
+        plan = completion_plan(job)
         tasks = []
         for role, spec in job.task_roles.items():
             template = pod_template(
@@ -90,7 +121,7 @@ class VolcanoFlavor(Flavor):
                     "minAvailable": spec.instances if gang else 1,
                     # TaskFailed fires when the role's restarts reach maxRetry.
                     "maxRetry": spec.task_retry_count + 1 if spec.task_retry_count else 0,
-                    "policies": task_policies(job, role),
+                    "policies": plan.policies[role],
                     "template": template,
                 }
             )
@@ -110,6 +141,8 @@ class VolcanoFlavor(Flavor):
                 "tasks": tasks,
             },
         }
+        if plan.min_success is not None:
+            vcjob["spec"]["minSuccess"] = plan.min_success
         if job.extras.hived_scheduler is not None:
             vcjob["spec"]["priorityClassName"] = (
                 f"pai-{job.extras.hived_scheduler.job_priority_class}"
@@ -120,33 +153,19 @@ class VolcanoFlavor(Flavor):
         return Built(objects=objects, primary=len(objects) - 1)
 
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
-        meta = primary["metadata"]
-        command = {
-            "apiVersion": VOLCANO_COMMAND.api_version,
-            "kind": "Command",
-            "metadata": {
-                "generateName": f"{names.base}-abort-",
-                "ownerReferences": [
-                    {
-                        "apiVersion": VOLCANO_JOB.api_version,
-                        "kind": "Job",
-                        "name": meta["name"],
-                        "uid": meta.get("uid", ""),
-                    }
-                ],
-            },
-            "action": "AbortJob",
-            "target": {
-                "apiVersion": VOLCANO_JOB.api_version,
-                "kind": "Job",
-                "name": meta["name"],
-                "uid": meta.get("uid", ""),
-                "controller": True,
-            },
-            "reason": "StoppedByUser",
-            "message": f"stopped by {names.user}",
-        }
-        return [StopStep("create", VOLCANO_COMMAND, body=command)]
+        return [_command(primary, names, "AbortJob", "StoppedByUser", f"stopped by {names.user}")]
+
+    def ends_itself(self, job: JobProtocol, decision: Decision) -> bool:
+        return (decision.role, decision.rule) in completion_plan(job).enforced
+
+    def ending_steps(
+        self, primary: Manifest, names: JobNames, decision: Decision
+    ) -> list[StopStep]:
+        # What the Job's policies cannot count, a command ends the same way: Completing →
+        # Completed, or Terminating → Terminated (AbortJob would read as a stop).
+        succeeded = decision.state == JobState.SUCCEEDED
+        action = "CompleteJob" if succeeded else "TerminateJob"
+        return [_command(primary, names, action, "CompletionPolicy", decision.reason)]
 
     def waiting_reason(
         self,
@@ -174,3 +193,36 @@ class VolcanoFlavor(Flavor):
             cluster if cluster is not None else vcs.UNLIMITED,
             self.options.gpu_resource,
         )
+
+
+def _command(
+    primary: Manifest, names: JobNames, action: str, reason: str, message: str
+) -> StopStep:
+    """A bus ``Command`` applying ``action`` to the job (the controller deletes it once run)."""
+    meta = primary["metadata"]
+    command = {
+        "apiVersion": VOLCANO_COMMAND.api_version,
+        "kind": "Command",
+        "metadata": {
+            "generateName": f"{names.base}-{action.removesuffix('Job').lower()}-",
+            "ownerReferences": [
+                {
+                    "apiVersion": VOLCANO_JOB.api_version,
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                }
+            ],
+        },
+        "action": action,
+        "target": {
+            "apiVersion": VOLCANO_JOB.api_version,
+            "kind": "Job",
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+            "controller": True,
+        },
+        "reason": reason,
+        "message": message,
+    }
+    return StopStep("create", VOLCANO_COMMAND, body=command)
