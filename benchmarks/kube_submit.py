@@ -56,7 +56,9 @@ taskRoles:
 """
 
 
-def start_jupyter(kubeconfig: str, work: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_jupyter(
+    kubeconfig: str, work: Path, flavor: str = "native"
+) -> tuple[subprocess.Popen[bytes], str, str]:
     port, token = processes.free_port(), secrets.token_hex(16)
     conf = work / "config"
     conf.mkdir()
@@ -67,7 +69,7 @@ def start_jupyter(kubeconfig: str, work: Path) -> tuple[subprocess.Popen[bytes],
                 "PAIConfig": {"backend": "kubernetes"},
                 "KubernetesBackend": {
                     "kubeconfig": kubeconfig,
-                    "flavor": "native",
+                    "flavor": flavor,
                     "user": "alice",
                     "node_selector": GPU_POOL,
                 },
