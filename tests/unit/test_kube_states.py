@@ -180,3 +180,19 @@ def test_pods_volcano_kills_while_ending_are_stopped_not_failed() -> None:
     assert v.decision is not None and (v.decision.role, v.decision.rule) == ("worker", "succeeded")
     # Outside an ending the same pod is a failure.
     assert view([killed, *done], status={"state": {"phase": "Running"}}).state == JobState.FAILED
+
+
+def test_events_since_compare_times_not_text() -> None:
+    from jupyter_pai.backends.kubernetes.jobviews import events_since
+
+    created = "2026-11-23T14:00:01Z"
+    same_second = {"eventTime": "2026-11-23T14:00:01.123456Z"}  # kube-scheduler's Scheduled
+    later = {"lastTimestamp": "2026-11-23T14:00:02Z"}
+    earlier = {"lastTimestamp": "2026-11-23T13:59:59Z"}  # a resubmitted job's predecessor
+    undated: dict[str, object] = {}
+    assert events_since([same_second, later, earlier, undated], created) == [
+        same_second,
+        later,
+        undated,
+    ]
+    assert events_since([earlier], None) == [earlier]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ...errors import NotFound
@@ -34,7 +35,7 @@ from .naming import (
 )
 from .resources import EVENT, POD, PVC, Kind
 from .rest import Obj, Rest
-from .states import JobView, job_view, now
+from .states import JobView, job_view, now, parse_time
 from .watch import Reflector, WatchCache
 
 OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
@@ -161,11 +162,10 @@ class JobViews:
         about |= {p["metadata"]["name"] for _, _, p in self.pods(names)}
         about |= {names.role_object(r) for r in names.roles}
         about |= {o["metadata"]["name"] for objs in related.values() for o in objs}
-        # Names come back with a resubmitted job: events from before this one are not its.
-        since = str(primary["metadata"].get("creationTimestamp") or "")
+        created = primary["metadata"].get("creationTimestamp")
         events: list[Obj] = []
         for name in about:
-            events += [e for e in self.cache["events"].by_index(name) if _event_time(e) >= since]
+            events += events_since(self.cache["events"].by_index(name), created)
         return events
 
     def events(self, job_id: str) -> list[JobEvent]:
@@ -299,12 +299,21 @@ class JobViews:
         return found
 
 
-def _event_time(event: Obj) -> str:
-    return str(
+def events_since(events: Sequence[Obj], created: Any) -> list[Obj]:
+    """The events not older than ``created`` (names come back with a resubmitted job, and
+    events from before this one are not its). Compared as times, not text: an event's
+    ``eventTime`` has microseconds where ``creationTimestamp`` has whole seconds."""
+    since = parse_time(created)
+    if since is None:
+        return list(events)
+    return [e for e in events if (_event_time(e) or since) >= since]
+
+
+def _event_time(event: Obj) -> datetime | None:
+    return parse_time(
         event.get("lastTimestamp")
         or event.get("eventTime")
         or (event.get("metadata") or {}).get("creationTimestamp")
-        or ""
     )
 
 
