@@ -5,17 +5,14 @@ port (the ``port`` given, as the task's ``tensorboard`` port)."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.models import JobState
 from jupyter_pai.spec import parse_job
+from tests.httpwait import wait_for_http_ok
 from tests.kube.test_backend_jobs import read_log, wait_for
 
 pytestmark = pytest.mark.kube
@@ -81,14 +78,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _http_status(url: str) -> int | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status)
-    except (urllib.error.URLError, OSError):
-        return None
-
-
 async def test_tensorboard_serves_on_its_declared_port(backend: KubernetesBackend) -> None:
     port = _free_port()  # pods on the runner share this machine's ports
     spec = f"""
@@ -115,12 +104,7 @@ extras:
         "http",
     ]
     url = f"http://{task.ip}:{port}/"
-    deadline = time.monotonic() + 90
-    status = None
-    while status != 200 and time.monotonic() < deadline:
-        status = await asyncio.to_thread(_http_status, url)
-        if status != 200:
-            await asyncio.sleep(0.5)
+    status = await wait_for_http_ok(url, 90)
     assert status == 200, await read_log(backend, running.id, "chief", 0)
     await backend.stop_job(running.id)
 

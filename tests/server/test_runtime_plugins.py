@@ -6,13 +6,11 @@ does not run is a warning in the submission's answer."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from tests.httpwait import wait_for_http_ok
 
 from .pai import PY, PAIClient, job_spec
 
@@ -154,14 +152,6 @@ async def test_git_clones_into_the_working_directory(pai: PAIClient, tmp_path: P
     assert "already exists and is not an empty directory" in await pai.log(job_id)
 
 
-def _http_status(url: str) -> int | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status)
-    except (urllib.error.URLError, OSError):
-        return None
-
-
 async def test_tensorboard_serves_on_its_declared_port(pai: PAIClient, tmp_path: Path) -> None:
     logdir = tmp_path / "tb"
     logdir.mkdir()
@@ -190,12 +180,7 @@ async def test_tensorboard_serves_on_its_declared_port(pai: PAIClient, tmp_path:
     ports = job["tasks"][0]["ports"]
     assert list(ports) == ["tensorboard", "ssh", "http"]
     url = f"http://127.0.0.1:{ports['tensorboard'][0]}/"
-    deadline = time.monotonic() + 60
-    status = None
-    while status != 200 and time.monotonic() < deadline:
-        status = await asyncio.to_thread(_http_status, url)
-        if status != 200:
-            await asyncio.sleep(0.5)
+    status = await wait_for_http_ok(url, 60)
     assert status == 200, await pai.log(job_id)
     await pai.stop(job_id)
     await pai.wait_state(job_id, "STOPPED", timeout=30)
