@@ -15,7 +15,10 @@ volcano flavour builds for (a), less ``schedulerName``, interleaved a0 b0 a1 b1 
 Printed per side: partially-bound GPU-seconds (the integral over time of the GPUs held by
 a job that holds some but not all of its GPUs, from a LIST of the pods' bindings every
 0.2 s: bound to a node and not finished), the most GPUs each job held, and the time from
-submission until both jobs finished (all 4 pods Succeeded), or "deadlocked"."""
+submission until both jobs finished (all 4 pods Succeeded), or "deadlocked". Every
+snapshot counts, so on a loaded machine the gang side may show a fraction of a
+GPU-second from a snapshot taken between vc-scheduler's binds of one gang, or while a
+finished gang's pods end one by one: brief, unlike the no-gang side's whole window."""
 
 from __future__ import annotations
 
