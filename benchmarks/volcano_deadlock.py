@@ -221,7 +221,8 @@ async def no_gang(admin: client.ApiClient, window: float) -> Side:
         t0 = time.monotonic()
         for i in range(WORKERS):  # interleaved: a0 b0 a1 b1 ...
             for _, pods in built.values():
-                await core.create_namespaced_pod(NS, pods[i])
+                body: Any = pods[i]  # the client takes a manifest as well as a V1Pod
+                await core.create_namespaced_pod(NS, body)
         await observe(core, side, window, t0)
     finally:
         for base in side.jobs.values():
