@@ -1,5 +1,6 @@
 """A Jupyter server with jupyter-pai on the Kubernetes backend of the test cluster (user
-alice, native flavour, pods on the runner nodes) for REST tests: ``import *`` its fixtures."""
+alice, pods on the runner nodes, once per flavour: ``flavor``) for REST tests: ``import *``
+its fixtures."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from tests.jupyter_fixtures import *  # noqa: F403
 
 
 @pytest.fixture
-def jp_server_config(kube_cluster: TestCluster) -> dict[str, Any]:
+def jp_server_config(kube_cluster: TestCluster, flavor: str) -> dict[str, Any]:
     return {
         "ServerApp": {"jpserver_extensions": {"jupyter_pai": True}, "allow_root": True},
         "PAIConfig": {"backend": "kubernetes"},
         "KubernetesBackend": {
             "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
-            "flavor": "native",
+            "flavor": flavor,
             "user": "alice",
             "node_selector": {manifests.RUNNER_LABEL: "true"},
         },

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from kubernetes import dynamic
+from kubernetes.dynamic import exceptions as dynamic_errors
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.kubernetes.naming import make_names
@@ -30,6 +31,8 @@ CATCH_UP_SECONDS = 10.0
 # collector) may take to recover from the outage: client-go's backoff after a SIGKILLed
 # API server, not the backend, sets this.
 CLUSTER_RECOVERY_SECONDS = 120.0
+# How long a restarted kube-apiserver may take to serve custom resources again.
+CRD_DISCOVERY_SECONDS = 30.0
 _DynamicClient: Any = dynamic.DynamicClient  # untyped
 
 
@@ -42,6 +45,23 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClust
         yield cluster
 
 
+@pytest.fixture(
+    params=[
+        "native",
+        pytest.param(
+            "volcano",
+            marks=pytest.mark.skip(
+                reason="after the restart vc-scheduler leaves the vcjob created then with its "
+                "PodGroup Pending (0/0 tasks, no pods) for over 120 s (issue 9 part 2)"
+            ),
+        ),
+    ]
+)
+def flavor(request: pytest.FixtureRequest) -> str:
+    """Per flavour as elsewhere, but volcano not yet: see the skip reason."""
+    return str(request.param)
+
+
 def _job(name: str) -> Any:
     return parse_job(SLEEPER.format(name=name, vc="default", n=2, gpu=1)).job
 
@@ -52,15 +72,14 @@ def _create_directly(cluster: TestCluster, backend: KubernetesBackend, name: str
     job = _job(name)
     names = make_names(job, "alice")
     built = backend.engine.build(job, names)
-    dyn = _DynamicClient(cluster.api("alice"))
     owner: dict[str, Any] | None = None
-    for manifest in built.objects:  # the primary (index 0 in the native flavour) first
+    rest = [m for i, m in enumerate(built.objects) if i != built.primary]
+    for manifest in [built.primary_object, *rest]:  # the primary first: it owns the rest
         body = json.loads(json.dumps(manifest))
         body["metadata"]["namespace"] = NS
         if owner is not None:
             body["metadata"]["ownerReferences"] = [owner]
-        resource = dyn.resources.get(api_version=body["apiVersion"], kind=body["kind"])
-        created = resource.create(body=body, namespace=NS)
+        created = _create_retrying(cluster, body)
         if owner is None:
             owner = {
                 "apiVersion": created.apiVersion,
@@ -71,11 +90,41 @@ def _create_directly(cluster: TestCluster, backend: KubernetesBackend, name: str
     return names.job_id
 
 
+def _create_retrying(cluster: TestCluster, body: dict[str, Any]) -> Any:
+    """Create one object, retrying while a just-restarted kube-apiserver has not yet
+    rediscovered its custom resources (503 "Kind=Job not found" for a vcjob, or the kind
+    missing from discovery): the cluster's doing, not the backend's."""
+    deadline = time.monotonic() + CRD_DISCOVERY_SECONDS
+    retried = False
+    while True:
+        try:
+            resource = _DynamicClient(cluster.api("alice")).resources.get(
+                api_version=body["apiVersion"], kind=body["kind"]
+            )
+            try:
+                return resource.create(body=body, namespace=NS)
+            except dynamic_errors.ConflictError:
+                if not retried:
+                    raise
+                # An attempt that read as failed had created it after all.
+                return resource.get(name=body["metadata"]["name"], namespace=NS)
+        except (
+            dynamic_errors.ServiceUnavailableError,
+            dynamic_errors.NotFoundError,
+            dynamic_errors.ResourceNotFoundError,
+        ):
+            if time.monotonic() > deadline:
+                raise
+            retried = True
+            time.sleep(0.2)
+
+
 def _delete_directly(cluster: TestCluster, backend: KubernetesBackend, job_id: str) -> None:
     primary = backend.cache["primary"].by_index(job_id)[0]
-    cluster.core("alice").delete_namespaced_config_map(
-        primary["metadata"]["name"], NS, propagation_policy="Background"
+    resource = _DynamicClient(cluster.api("alice")).resources.get(
+        api_version=primary["apiVersion"], kind=primary["kind"]
     )
+    resource.delete(name=primary["metadata"]["name"], namespace=NS, propagation_policy="Background")
 
 
 async def _until_unavailable(backend: KubernetesBackend) -> float:
@@ -93,10 +142,10 @@ async def _until_unavailable(backend: KubernetesBackend) -> float:
 
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
 async def test_apiserver_outage_is_503_then_the_list_is_current_again(
-    kube_cluster: TestCluster, kill: bool
+    kube_cluster: TestCluster, flavor: str, kill: bool
 ) -> None:
     _cleanup(kube_cluster, NS)
-    b = make_backend(kube_cluster, node_selector=GPU_POOL)
+    b = make_backend(kube_cluster, flavor, node_selector=GPU_POOL)
     await b.start()
     stopped = False
     try:
@@ -130,6 +179,9 @@ async def test_apiserver_outage_is_503_then_the_list_is_current_again(
         back = time.monotonic()
         direct = _create_directly(kube_cluster, b, f"direct-{tag}")
         _delete_directly(kube_cluster, b, doomed)
+        # Catching up is timed from the changes (a vcjob waits for the CRDs to be served).
+        changed = time.monotonic()
+        print(f"changes made {changed - back:.2f}s after the API server was ready")
         listed: set[str] = set()
         while True:
             try:
@@ -138,9 +190,9 @@ async def test_apiserver_outage_is_503_then_the_list_is_current_again(
                 listed = set()
             if listed == {kept, direct}:
                 break
-            assert time.monotonic() - back < CATCH_UP_SECONDS, f"listed {listed}"
+            assert time.monotonic() - changed < CATCH_UP_SECONDS, f"listed {listed}"
             await asyncio.sleep(0.1)
-        print(f"current {time.monotonic() - back:.2f}s after the API server was ready")
+        print(f"current {time.monotonic() - changed:.2f}s after the changes")
         with pytest.raises(NotFound):
             await b.get_job(doomed)
         assert (await b.get_job(kept)).state == JobState.RUNNING

@@ -9,11 +9,11 @@ import time
 from typing import Any
 
 import pytest
-from kubernetes import client
 from tornado.httpclient import HTTPClientError
 
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.rest_server import *  # noqa: F403
+from tests.kube.test_backend_jobs import _cleanup
 
 pytestmark = pytest.mark.kube
 OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
@@ -33,12 +33,7 @@ taskRoles:
 @pytest.fixture(autouse=True)
 def _clean(kube_cluster: TestCluster) -> Any:
     yield
-    core = client.CoreV1Api(kube_cluster.api())
-    client.BatchV1Api(kube_cluster.api()).delete_collection_namespaced_job(
-        "alice", label_selector=OWNED, propagation_policy="Background"
-    )
-    core.delete_collection_namespaced_config_map("alice", label_selector=OWNED)
-    core.delete_collection_namespaced_pod("alice", label_selector=OWNED, grace_period_seconds=0)
+    _cleanup(kube_cluster, "alice")
 
 
 async def call(

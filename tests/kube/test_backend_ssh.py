@@ -1,4 +1,4 @@
-"""Runtime plugin ssh on the real control plane (native flavour; pods on the runner node as
+"""Runtime plugin ssh on the real control plane (once per flavour; pods on the runner node as
 processes, each with a private ``~/.ssh`` and its sshd on its own pod IP): tasks reach each
 other as ``<role>-<index>`` after ``sshbarrier``, sessions see the peer's environment, the
 job's private key is only in its Secret, and a barrier that cannot be passed fails the
@@ -24,6 +24,9 @@ pytestmark = pytest.mark.kube
 
 # Each task asks every other task for its name over ssh, then stays up until every peer
 # has asked it (a peer's `asked` file exists, or the peer is gone: it had seen them all).
+# master decides the job (the workers' successes do not: minSucceededInstances -1), and a
+# task still running when the job is decided is stopped, with its log on volcano (its
+# CompleteJob deletes running pods): so master ends last, once no worker answers ssh.
 ASK = r"""
 me="$PAI_CURRENT_TASK_ROLE_NAME-$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"
 peers=$(echo "$PAI_TASK_ROLE_INSTANCES" | tr , '\n' | tr : - | grep -vx "$me")
@@ -35,6 +38,10 @@ touch "$HOME/asked"
 for p in $peers; do
   while ssh "$p" 'test -e "$HOME/asked"' 2>/dev/null; [ $? = 1 ]; do sleep 0.3; done
 done
+if [ "$PAI_CURRENT_TASK_ROLE_NAME" = master ]; then
+  for p in $peers; do while ssh "$p" true 2>/dev/null; do sleep 0.3; done; done
+  sleep 1
+fi
 """
 
 SSH_JOB = """
@@ -48,6 +55,7 @@ taskRoles:
   worker:
     instances: 2
     resourcePerInstance: {{cpu: 1, memoryMB: 256}}
+    completion: {{minSucceededInstances: -1}}
     commands: {worker}
 extras:
   com.microsoft.pai.runtimeplugin:
