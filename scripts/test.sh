@@ -18,8 +18,9 @@ if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
     openssh-server openssh-client >/dev/null
 fi
 
-step "lint and types"
+step "lint, format and types"
 ruff check jupyter_pai tests benchmarks
+ruff format --check jupyter_pai tests benchmarks
 mypy jupyter_pai
 (cd labextension && npm run --silent lint:check)
 
