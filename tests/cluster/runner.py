@@ -44,6 +44,12 @@ Obj = dict[str, Any]
 KWOK_GROUP, KWOK_VERSION = "kwok.x-k8s.io", "v1alpha1"
 # JSON {mountPath: local folder} of a container's claim volumes (README: volumes).
 MOUNTS_ENV = "JUPYTER_PAI_TEST_MOUNTS"
+# Marks a container's processes (and what they leave running) for `_end_leftovers`.
+CONTAINER_ENV = "JUPYTER_PAI_TEST_CONTAINER"
+
+
+def container_id(pod_uid: str, container: str) -> str:
+    return f"{pod_uid}/{container}"
 
 
 # Read-only claim mounts are enforced by a bind mount in a private mount namespace,
@@ -301,6 +307,7 @@ class Runner:
                 argv = podenv.container_argv(item, env)
                 mounts, read_only = self._mount_views(workdir, item, claims)
                 env[MOUNTS_ENV] = json.dumps(mounts)
+                env[CONTAINER_ENV] = container_id(meta["uid"], item["name"])
                 run.containers[item["name"]] = Container(
                     name=item["name"],
                     image=item.get("image", ""),
@@ -390,8 +397,7 @@ class Runner:
         container has a filesystem of its own: read-only claim views bound read-only, and
         the account's `~/.ssh` replaced by the pod's `<pod dir>/.ssh`. The mounts vanish
         with its last process, so none outlives the pod and the host never sees them. The
-        namespace's id goes to `<pod dir>/<container>.mntns`: what the command leaves
-        running there is ended when it exits (`_end_leftovers`)."""
+        namespace's id goes to `<pod dir>/<container>.mntns` for `_end_leftovers`."""
         if not argv or not BIND_READ_ONLY:
             return argv
         private_ssh = workdir / ".ssh"
@@ -425,20 +431,28 @@ class Runner:
     @staticmethod
     def _end_leftovers(run: PodRun, container: Container, pid: int) -> None:
         """When a container's command exits, a container runtime ends whatever it left
-        running (a daemon such as sshd, a `cmd &`): SIGKILL to the processes in its mount
-        namespace and in its process group."""
+        running (a daemon such as sshd, a `cmd &`): SIGKILL to its process group and to
+        every process that carries the container's id in its environment or sits in its
+        mount namespace. A process marked as another container's is spared even there: a
+        namespace's id is reused once its last process is gone, and another pod's new
+        namespace may get it (sshd rewrites its environment for its title, so the
+        namespace is what finds it)."""
+        mine = f"{CONTAINER_ENV}={container_id(run.uid, container.name)}".encode() + b"\0"
+        anyone = CONTAINER_ENV.encode() + b"="
         ns_file = run.workdir / f"{container.name}.mntns"
         ns = ns_file.read_text().strip() if ns_file.exists() else ""
         for _ in range(3):  # again, for what was forked meanwhile
             found = False
-            if ns:
-                for entry in Path("/proc").iterdir():
-                    if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                        continue
-                    with contextlib.suppress(OSError):
-                        if os.readlink(entry / "ns" / "mnt") == ns:
-                            os.kill(int(entry.name), signal.SIGKILL)
-                            found = True
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                    continue
+                with contextlib.suppress(OSError):
+                    environ = (entry / "environ").read_bytes()
+                    ours = mine in environ
+                    in_ns = bool(ns) and os.readlink(entry / "ns" / "mnt") == ns
+                    if ours or (in_ns and anyone not in environ):
+                        os.kill(int(entry.name), signal.SIGKILL)
+                        found = True
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
                 found = True

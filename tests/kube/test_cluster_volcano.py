@@ -56,6 +56,13 @@ def _diagnosis(cluster: TestCluster, ns: str, name: str) -> str:
     for p in job_pods(core, ns, name):
         names.add(p.metadata.name)
         lines.append(f"pod {p.metadata.name}: {p.status.phase} on {p.spec.node_name}")
+        for c in p.status.container_statuses or []:
+            lines.append(f"  container {c.name}: {c.state}")
+        try:
+            log = core.read_namespaced_pod_log(p.metadata.name, ns)
+        except Exception as error:  # noqa: BLE001 - a diagnosis, whatever it finds
+            log = f"(no log: {error})"
+        lines.append(f"  log: {log[-2000:]!r}")
     for event in core.list_namespaced_event(ns).items:
         if event.involved_object.name in names or name in (event.involved_object.name or ""):
             lines.append(f"event {event.involved_object.name}: {event.reason} {event.message}")
