@@ -23,11 +23,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.kubernetes.naming import ANN_OUTCOME, LABEL_JOB, make_names
 from jupyter_pai.spec import parse_job
 from tests.cluster.pytest_plugin import TestCluster
-from tests.kube.test_backend_jobs import NS, OWNED, RUNNER, _cleanup
+from tests.kube.test_backend_jobs import NS, OWNED, RUNNER, _cleanup, make_backend
 
 pytestmark = pytest.mark.kube
 
@@ -208,12 +207,7 @@ async def test_volcano_min_failed_above_one_is_ended_by_a_running_backend(
 ) -> None:
     """Volcano cannot count failures: with minFailedInstances 2 a backend ends the job (a
     TerminateJob command), here one nobody calls."""
-    backend = KubernetesBackend(
-        kubeconfig=str(kube_cluster.user_kubeconfigs["alice"]),
-        flavor="volcano",
-        user="alice",
-        node_selector=RUNNER,
-    )
+    backend = make_backend(kube_cluster, "volcano")
     await backend.start()
     try:
         job_id, base = cli.submit(
@@ -238,12 +232,7 @@ async def test_volcano_min_failed_above_one_is_ended_by_a_running_backend(
 async def test_native_chief_success_is_ended_by_a_backend_nobody_asks(
     kube_cluster: TestCluster, cli: Any
 ) -> None:
-    backend = KubernetesBackend(
-        kubeconfig=str(kube_cluster.user_kubeconfigs["alice"]),
-        flavor="native",
-        user="alice",
-        node_selector=RUNNER,
-    )
+    backend = make_backend(kube_cluster, "native")
     await backend.start()
     try:
         job_id, base = cli.submit("native", CHIEF_WORKERS.format(name="nchief"))
@@ -264,12 +253,7 @@ async def test_native_chief_success_is_ended_by_a_backend_nobody_asks(
 async def test_native_min_failed_is_ended_by_a_backend_nobody_asks(
     kube_cluster: TestCluster, cli: Any
 ) -> None:
-    backend = KubernetesBackend(
-        kubeconfig=str(kube_cluster.user_kubeconfigs["alice"]),
-        flavor="native",
-        user="alice",
-        node_selector=RUNNER,
-    )
+    backend = make_backend(kube_cluster, "native")
     await backend.start()
     try:
         job_id, base = cli.submit(

@@ -18,22 +18,10 @@ from jupyter_pai.spec import parse_job
 from tests.cluster import kube, manifests
 from tests.cluster.pytest_plugin import TestCluster
 
-from .test_backend_jobs import NS, _cleanup, make_backend, wait_for
+from .test_backend_jobs import NS, SLEEPER, _cleanup, make_backend, wait_for
 
 pytestmark = pytest.mark.kube
 POOL = "reclaim"
-
-JOB = """
-protocolVersion: 2
-name: {name}
-type: job
-defaults: {{virtualCluster: {vc}}}
-taskRoles:
-  worker:
-    instances: {n}
-    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: {gpu}}}
-    commands: ['sleep 300']
-"""
 
 
 @pytest.fixture
@@ -69,7 +57,7 @@ async def test_a_borrower_is_preempted_for_the_lender_and_runs_again(
     b = make_backend(kube_cluster, "volcano", node_selector={manifests.POOL_LABEL: POOL})
     await b.start()
     try:
-        big = await b.submit(parse_job(JOB.format(name="big", vc="a", n=2, gpu=2)).job)
+        big = await b.submit(parse_job(SLEEPER.format(name="big", vc="a", n=2, gpu=2)).job)
         await wait_for(b, big.id, lambda d: d.state == JobState.RUNNING, 60)
         vcs = {v.name: v for v in await b.virtual_clusters()}
         a_vc, b_vc = vcs["a"], vcs["b"]
@@ -80,7 +68,7 @@ async def test_a_borrower_is_preempted_for_the_lender_and_runs_again(
         assert (b_vc.guaranteed_gpus, b_vc.used.gpu, b_vc.borrowed_gpus) == (2, 0, 0)
 
         submitted = time.monotonic()
-        urgent = await b.submit(parse_job(JOB.format(name="urgent", vc="b", n=1, gpu=2)).job)
+        urgent = await b.submit(parse_job(SLEEPER.format(name="urgent", vc="b", n=1, gpu=2)).job)
         # While Volcano recreates the pods, only the PodGroup's event says "reclaim": the
         # count comes with the pods' own events.
         reason = "preempted: VC b reclaimed 2 GPUs"
