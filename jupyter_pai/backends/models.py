@@ -85,6 +85,8 @@ class JobSummary(ApiModel):
     total_task_number: int = 0
     total_task_role_number: int = 0
     waiting_reason: str | None = None
+    #: "kernel": a remote kernel's job (jupyter_pai.kernels), started by a kernel provisioner.
+    kind: Literal["job", "kernel"] = "job"
 
 
 class JobDetail(JobSummary):

@@ -80,7 +80,11 @@ export interface JobSummary {
   totalTaskNumber: number;
   totalTaskRoleNumber: number;
   waitingReason?: string | null;
+  /** `kernel`: the job of a remote kernel (shown with a badge, stoppable like a job). */
+  kind?: JobKind;
 }
+
+export type JobKind = 'job' | 'kernel';
 
 export interface JobDetail extends JobSummary {
   /** The protocol v2 job, as submitted (secrets removed by the server). */
@@ -302,7 +306,8 @@ export const MODEL_FIELDS = {
     totalGpuNumber: true,
     totalTaskNumber: true,
     totalTaskRoleNumber: true,
-    waitingReason: true
+    waitingReason: true,
+    kind: true
   } satisfies Fields<JobSummary>,
   TaskStatus: {
     role: true,
@@ -335,6 +340,7 @@ export const MODEL_FIELDS = {
     totalTaskNumber: true,
     totalTaskRoleNumber: true,
     waitingReason: true,
+    kind: true,
     spec: true,
     tasks: true
   } satisfies Fields<JobDetail>,
