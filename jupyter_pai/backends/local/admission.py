@@ -8,7 +8,6 @@ processes killed; a job admitted but never picked up by a supervisor is launched
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from ..models import JobState, TaskState
+from .launchplan import write_plan
 from .processes import alive, signal_group
 from .records import JobRecord, now
 from .scheduler import Demand, VcPolicy, plan
@@ -74,7 +74,7 @@ _DAEMON = (
     "import os, sys\n"
     "if os.fork() > 0:\n"
     "    os._exit(0)\n"
-    "from jupyter_pai.backends.local.supervisor import main\n"
+    "from jupyter_pai.backends.local.bootstrap import main\n"
     "main(sys.argv[1:])\n"
 )
 
@@ -139,6 +139,7 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
         store.add_event(
             job_id, "Scheduled", f"all {len(rec.tasks)} task(s) admitted together; GPUs {gpus}"
         )
+        write_plan(store, rec)
         spawn(store, job_id)
     store.write_active([r.id for r in active])
 
@@ -270,20 +271,3 @@ def requeue_orphans(store: StateStore) -> None:
         known = [store.read_job(i) for i in active if store.exists(i)]
         ordered = sorted(known + missing, key=lambda r: r.submission_time)
         store.write_active([r.id for r in ordered])
-
-
-def user_environment() -> dict[str, str]:
-    """The environment tasks inherit: ours, minus what only the Jupyter server should hold."""
-    env = dict(os.environ)
-    # `python` in a task is the Python the server or CLI runs on (the user's environment),
-    # even when that was started by full path without activating it.
-    bindir = os.path.dirname(sys.executable)
-    env["PATH"] = os.pathsep.join(
-        [bindir, *(p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir)]
-    )
-    for key in list(env):
-        if key in ("JUPYTER_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN") or key.startswith(
-            "JPY_"
-        ):
-            env.pop(key)
-    return env

@@ -25,10 +25,11 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..models import JobEvent
-from .records import JobRecord, now
+if TYPE_CHECKING:  # imported where used: a supervisor starts its tasks before pydantic loads
+    from ..models import JobEvent
+    from .records import JobRecord
 
 # Job ids are "<user>~<name>": both parts are [A-Za-z0-9_-], so ids are safe path parts.
 
@@ -75,6 +76,8 @@ class StateStore:
         return (self.job_dir(job_id) / "job.json").exists()
 
     def read_job(self, job_id: str) -> JobRecord:
+        from .records import JobRecord
+
         return JobRecord.model_validate_json((self.job_dir(job_id) / "job.json").read_bytes())
 
     def write_job(self, record: JobRecord) -> None:
@@ -116,6 +119,9 @@ class StateStore:
     def add_event(
         self, job_id: str, reason: str, message: str, *, type: str = "Normal", source: str = "job"
     ) -> None:
+        from ..models import JobEvent
+        from .records import now
+
         event = JobEvent(time=now(), type=type, reason=reason, message=message, source=source)
         line = event.model_dump_json(by_alias=True) + "\n"
         # One short O_APPEND write per event: concurrent writers never interleave within a line.
@@ -128,6 +134,8 @@ class StateStore:
             os.close(fd)
 
     def read_events(self, job_id: str) -> list[JobEvent]:
+        from ..models import JobEvent
+
         path = self.job_dir(job_id) / "events.jsonl"
         if not path.exists():
             return []

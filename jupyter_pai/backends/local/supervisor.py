@@ -4,35 +4,31 @@ applies the completion policy, stops the job on request, and records it all on d
 
 Started detached by ``admission.spawn_supervisor`` (or ``python -m … STATE_DIR JOB_ID``); it
 does not depend on the process that started it, so jobs outlive a Jupyter server restart.
+Its first attempt's tasks are already running when this module is imported
+(``bootstrap.claim_and_start``): it takes over their processes.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 
-from ...runtime import task_script
-from ...runtime.plugins import LOCAL
 from ...spec.protocol import JobProtocol
 from ..completion import Decision, decide
-from ..envcontract import Placement, job_environment, task_environment
 from ..models import JobState, TaskState
-from .admission import load_config, requeue, schedule, user_environment
+from .admission import load_config, requeue, schedule
+from .bootstrap import early_signals
+from .launchplan import LaunchPlan, read_plan, start_task, write_plan
 from .processes import alive, group_running, signal_group, start_marker
 from .records import JobRecord, TaskRecord, now
-from .store import StateStore, rotate_log
+from .store import StateStore
 
 POLL_SECONDS = 0.1
-LOCAL_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -52,6 +48,7 @@ class Supervisor:
         self.stop_signalled = False
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.spec: JobProtocol | None = None
+        self.plan: LaunchPlan | None = None
         self.grace = load_config(store).stop_grace_seconds
 
     # -- record updates (always read-modify-write under the lock) ------------------------
@@ -72,14 +69,21 @@ class Supervisor:
 
     # -- main ----------------------------------------------------------------------------
 
-    def run(self) -> None:
-        if not self._claim():
-            return
+    def run(self, started: dict[str, subprocess.Popen[bytes]] | None = None) -> None:
+        """``started``: the first attempt's tasks, already started by the bootstrap."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        self.stop_signalled = self.stop_signalled or bool(early_signals)
+        if not self._claim():
+            for proc in (started or {}).values():  # cannot happen: the bootstrap claimed it
+                signal_group(proc.pid, signal.SIGKILL)
+            return
         self.spec = JobProtocol.model_validate(self.store.read_spec(self.job_id))
-        outcome = self._attempts()
+        self.plan = read_plan(self.store, self.job_id) or write_plan(
+            self.store, self.store.read_job(self.job_id)
+        )
+        outcome = self._attempts(started)
         if isinstance(outcome, Preempted):
             self._requeue()
         else:
@@ -113,16 +117,25 @@ class Supervisor:
         except FileNotFoundError:
             return None
 
-    def _attempts(self) -> Outcome:
+    def _attempts(self, started: dict[str, subprocess.Popen[bytes]] | None) -> Outcome:
         """Run attempts until one decides the job (or it is stopped or preempted)."""
         assert self.spec is not None
         while True:
-            if not self._stop_requested() and (preempted := self._preemption()):
-                return preempted
-            rec = self.update(self._reset_tasks)
+            if started:
+                rec = self.store.read_job(self.job_id)
+            else:
+                if not self._stop_requested() and (preempted := self._preemption()):
+                    return preempted
+                rec = self.update(self._reset_tasks)
             attempt = rec.retries + rec.preemptions + 1
             self.event("Started", f"attempt {attempt}: starting {len(rec.tasks)} task(s)")
-            self._start_all(rec)
+            if started:
+                self.procs.update(started)
+                for task in rec.tasks:
+                    self._started_event(task, started[task.key].pid)
+                started = None
+            else:
+                self._start_all(rec)
             decision = self._watch()
             if not isinstance(decision, Decision):
                 return decision
@@ -150,60 +163,21 @@ class Supervisor:
 
     # -- tasks ---------------------------------------------------------------------------
 
-    def _environment(self, rec: JobRecord, task: TaskRecord) -> dict[str, str]:
-        assert self.spec is not None
-        placements = {
-            (t.role, t.index): Placement(host=LOCAL_HOST, ports=t.ports) for t in rec.tasks
-        }
-        shared = job_environment(
-            self.spec,
-            job_id=rec.id,
-            user=rec.user,
-            virtual_cluster=rec.virtual_cluster,
-            placements=placements,
-            master_port=rec.master_port or 0,
-        )
-        env = {
-            **user_environment(),
-            **task_environment(
-                self.spec, shared, role=task.role, index=task.index, placements=placements
-            ),
-        }
-        # Every task sees only its own GPUs; an empty value hides all GPUs from CPU-only tasks.
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(task.gpus)
-        return env
-
     def _start_all(self, rec: JobRecord) -> None:
-        started = {task.key: self._launch(rec, task) for task in rec.tasks}
+        started = {task.key: self._launch(task) for task in rec.tasks}
         self._mark_running(started)
 
-    def _launch(self, rec: JobRecord, task: TaskRecord) -> int:
-        assert self.spec is not None
-        env = self._environment(rec, task)
-        run_dir = self.store.job_dir(rec.id) / "run"
-        run_dir.mkdir(exist_ok=True, mode=0o700)
-        script = run_dir / f"{task.key}.sh"
-        script.write_text(task_script(self.spec, task.role, backend=LOCAL))
-        script.chmod(0o700)
-        log_path = self.store.log_path(rec.id, task.role, task.index)
-        rotate_log(log_path)
-        shell = shutil.which("bash") or "/bin/sh"
-        cwd = rec.working_dir if Path(rec.working_dir).is_dir() else str(self.store.job_dir(rec.id))
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                [shell, str(script)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=cwd,
-                start_new_session=True,
-                close_fds=True,
-            )
+    def _launch(self, task: TaskRecord) -> int:
+        assert self.plan is not None
+        proc = start_task(self.plan, task.key)
         self.procs[task.key] = proc
-        gpus = ",".join(task.gpus) or "none"
-        self.event("TaskStarted", f"pid {proc.pid}, GPUs {gpus}", source=task.key)
+        self._started_event(task, proc.pid)
         return proc.pid
+
+    def _started_event(self, task: TaskRecord, pid: int) -> None:
+        self.event(
+            "TaskStarted", f"pid {pid}, GPUs {','.join(task.gpus) or 'none'}", source=task.key
+        )
 
     def _mark_running(self, pids: dict[str, int]) -> None:
         def change(rec: JobRecord) -> None:
@@ -254,7 +228,7 @@ class Supervisor:
                 warning=True,
             )
             self.update(lambda r: _bump_retry(r, key))
-            self._mark_running({key: self._launch(rec, task)})
+            self._mark_running({key: self._launch(task)})
             return None
         state = TaskState.SUCCEEDED if code == 0 else TaskState.FAILED
         self.event("TaskExited", f"exit code {code}", source=key, warning=code != 0)
@@ -344,21 +318,7 @@ def _bump_retry(rec: JobRecord, key: str) -> None:
     t.state = TaskState.WAITING
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="jupyter_pai.backends.local.supervisor")
-    parser.add_argument("state_dir")
-    parser.add_argument("job_id")
-    args = parser.parse_args(argv)
-    store = StateStore(args.state_dir)
-    try:
-        Supervisor(store, args.job_id).run()
-    except Exception:
-        import traceback
-
-        traceback.print_exc()
-        sys.stderr.flush()
-        raise
-
-
 if __name__ == "__main__":
+    from .bootstrap import main
+
     main()
