@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ from jupyter_pai.backends.kubernetes.flavors.base import config_map_primary
 from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.kubernetes.resources import CONFIG_MAP
 from jupyter_pai.backends.kubernetes.rest import ApiError, path
+from jupyter_pai.backends.models import JobList
 from jupyter_pai.errors import Unavailable
 from jupyter_pai.spec import parse_job
 
@@ -78,7 +78,7 @@ async def measure(b: KubernetesBackend, count: int, rounds: int) -> None:
 
     async def get_jobs() -> int:
         jobs = await b.list_jobs()
-        body = json.dumps({"jobs": [j.model_dump(mode="json", by_alias=True) for j in jobs]})
+        body = JobList(items=jobs).model_dump_json(by_alias=True)  # as the handler answers
         return len(jobs) if body else 0
 
     t = time.perf_counter()

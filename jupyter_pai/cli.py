@@ -22,7 +22,14 @@ from pydantic import BaseModel
 from traitlets.config import Config
 
 from .backends.base import Backend, LogQuery
-from .backends.models import JobDetail, JobFilter, JobState, JobSummary
+from .backends.models import (
+    JobDetail,
+    JobFilter,
+    JobList,
+    JobState,
+    JobSummary,
+    VirtualClusterList,
+)
 from .config import PAIConfig, load_config
 from .errors import Conflict, FieldError, Forbidden, NotFound, PAIError, SpecError, Unavailable
 from .spec.parse import parse_job
@@ -195,7 +202,7 @@ async def jobs(backend: Backend, args: argparse.Namespace) -> int:
         JobFilter(vc=args.vc, state=states, user=args.user, keyword=args.keyword)
     )
     if args.json:
-        emit({"jobs": found})
+        emit(JobList(items=found))  # the REST API's envelope
         return 0
     rows = [["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]]
     rows += [job_row(j) for j in found]
@@ -235,7 +242,7 @@ async def stop(backend: Backend, args: argparse.Namespace) -> int:
 async def vcs(backend: Backend, args: argparse.Namespace) -> int:
     found = await backend.virtual_clusters()
     if args.json:
-        emit(found)
+        emit(VirtualClusterList(items=found))
         return 0
     rows = [["VC", "GPUS USED", "GPUS FREE", "GPUS TOTAL", "RUNNING", "QUEUED"]]
     sharing = any(vc.guaranteed_gpus is not None for vc in found)

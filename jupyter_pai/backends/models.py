@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -161,8 +161,50 @@ class Info(ApiModel):
     gpu_slots: int | None = None
 
 
-class JobList(ApiModel):
-    jobs: list[JobSummary]
+Item = TypeVar("Item", bound=BaseModel)
+
+
+class ItemList(ApiModel, Generic[Item]):
+    """The one envelope of every list the API answers: ``{"items": [...]}``, as Kubernetes
+    lists are, so a client reads every list the same way and a field (a page token) can be
+    added later without breaking it."""
+
+    items: list[Item]
+
+
+class JobList(ItemList[JobSummary]):
+    """``GET jobs``: newest first."""
+
+
+class JobEventList(ItemList[JobEvent]):
+    """``GET jobs/{id}/events``: oldest first."""
+
+
+class VirtualClusterList(ItemList[VirtualCluster]):
+    """``GET virtual-clusters``."""
+
+
+class ImageList(ItemList[Image]):
+    """``GET images``: the configured catalogue."""
+
+
+class StorageList(ItemList[Storage]):
+    """``GET storage``."""
+
+
+class FieldWarning(ApiModel):
+    """Something the server accepted but did not take as written (an ignored field, a
+    converted v1 job), at the dotted ``path`` of the input (empty: the whole job)."""
+
+    path: str
+    message: str
+
+
+class SubmitResult(ApiModel):
+    """``POST jobs``: the created job and what was not taken as written."""
+
+    job: JobDetail
+    warnings: list[FieldWarning]
 
 
 class ConvertResult(ApiModel):
@@ -172,8 +214,8 @@ class ConvertResult(ApiModel):
     format: Literal["v2", "short", "v1"]
     #: The protocol-v2 document (secrets' values hidden).
     job: dict[str, Any]
-    #: ``{path, message}`` of each warning ("converted from an OpenPAI v1 job", …).
-    warnings: list[dict[str, str]]
+    #: Each warning ("converted from an OpenPAI v1 job", …).
+    warnings: list[FieldWarning]
 
 
 class JobFilter(ApiModel):

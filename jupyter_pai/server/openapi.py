@@ -24,7 +24,14 @@ MODELS: list[type[models.ApiModel]] = [
     models.Storage,
     models.StorageEntry,
     models.StorageListing,
+    models.FieldWarning,
     models.ConvertResult,
+    models.SubmitResult,
+    models.JobList,
+    models.JobEventList,
+    models.VirtualClusterList,
+    models.ImageList,
+    models.StorageList,
 ]
 
 

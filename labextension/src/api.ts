@@ -14,17 +14,22 @@ import type {
   ErrorBody,
   FieldError,
   Image,
+  ImageList,
   Info,
   JobDetail,
   JobEvent,
+  JobEventList,
   JobFilter,
   JobList,
   JobSummary,
   LogChunk,
   LogQuery,
   Storage,
+  StorageList,
   StorageListing,
-  VirtualCluster
+  SubmitResult,
+  VirtualCluster,
+  VirtualClusterList
 } from './models';
 
 /** The server extension's URL prefix, below the server's base URL. */
@@ -231,20 +236,6 @@ export function encodePath(path: string): string {
     .join('/');
 }
 
-/** Lists come bare or wrapped (`{"jobs": [...]}`); accept both. */
-function unwrapList<T>(data: any, key: string): T[] {
-  if (Array.isArray(data)) {
-    return data as T[];
-  }
-  if (data && Array.isArray(data[key])) {
-    return data[key] as T[];
-  }
-  if (data && Array.isArray(data.items)) {
-    return data.items as T[];
-  }
-  return [];
-}
-
 function headerNumber(response: Response, name: string): number | null {
   const value = response.headers.get(name);
   if (value === null || value === '') {
@@ -300,14 +291,11 @@ export class PAIClient {
   }
 
   async virtualClusters(): Promise<VirtualCluster[]> {
-    return unwrapList<VirtualCluster>(
-      await this.request<any>('virtual-clusters'),
-      'virtualClusters'
-    );
+    return (await this.request<VirtualClusterList>('virtual-clusters')).items;
   }
 
   async images(): Promise<Image[]> {
-    return unwrapList<Image>(await this.request<any>('images'), 'images');
+    return (await this.request<ImageList>('images')).items;
   }
 
   /** The job protocol's JSON Schema (for validating YAML as it is typed). */
@@ -322,19 +310,17 @@ export class PAIClient {
       user: filter.user,
       keyword: filter.keyword
     });
-    return unwrapList<JobSummary>(
-      await this.request<JobList>(`jobs${query}`),
-      'jobs'
-    );
+    return (await this.request<JobList>(`jobs${query}`)).items;
   }
 
   /**
    * Submit a job: protocol v2 YAML text (sent as `text/yaml`) or an object
-   * (sent as JSON). Resolves to the created job (201).
+   * (sent as JSON). Resolves to the created job and the warnings about what
+   * was not taken as written (201).
    */
-  submitJob(spec: string | Record<string, any>): Promise<JobDetail> {
+  submitJob(spec: string | Record<string, any>): Promise<SubmitResult> {
     const isText = typeof spec === 'string';
-    return this.request<JobDetail>('jobs', {
+    return this.request<SubmitResult>('jobs', {
       method: 'POST',
       body: isText ? spec : JSON.stringify(spec),
       headers: {
@@ -376,10 +362,9 @@ export class PAIClient {
   }
 
   async events(id: string): Promise<JobEvent[]> {
-    return unwrapList<JobEvent>(
-      await this.request<any>(`jobs/${encodeURIComponent(id)}/events`),
-      'events'
-    );
+    return (
+      await this.request<JobEventList>(`jobs/${encodeURIComponent(id)}/events`)
+    ).items;
   }
 
   logsEndpoint(
@@ -448,7 +433,7 @@ export class PAIClient {
   }
 
   async storages(): Promise<Storage[]> {
-    return unwrapList<Storage>(await this.request<any>('storage'), 'storages');
+    return (await this.request<StorageList>('storage')).items;
   }
 
   storageEndpoint(name: string, path = ''): string {

@@ -687,9 +687,8 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
     }
     setSubmitting(true);
     try {
-      const job = await model.client.submitJob(body);
+      const { job, warnings } = await model.client.submitJob(body);
       attempted.current = false;
-      const warnings: FieldError[] = (job as any).warnings ?? [];
       Notification.success(
         `Submitted ${job.name} to ${job.virtualCluster}` +
           (job.state === 'WAITING' && job.waitingReason

@@ -163,9 +163,19 @@ export interface Info {
   gpuSlots?: number | null;
 }
 
-export interface JobList {
-  jobs: JobSummary[];
+/**
+ * The one envelope every list arrives in (`ItemList` in Python): `GET jobs`,
+ * `jobs/{id}/events`, `virtual-clusters`, `images` and `storage`.
+ */
+export interface ItemList<T> {
+  items: T[];
 }
+
+export type JobList = ItemList<JobSummary>;
+export type JobEventList = ItemList<JobEvent>;
+export type VirtualClusterList = ItemList<VirtualCluster>;
+export type ImageList = ItemList<Image>;
+export type StorageList = ItemList<Storage>;
 
 export interface JobFilter {
   vc?: string | null;
@@ -208,6 +218,20 @@ export interface FieldError {
   message: string;
 }
 
+/** Something accepted but not taken as written, at the input's `path`. */
+export interface FieldWarning {
+  /** Dotted path such as `extras.com.microsoft.pai.runtimeplugin.0`; empty for the whole job. */
+  path: string;
+  message: string;
+}
+
+/** What `POST jobs` answers (201): the created job and its warnings. */
+export interface SubmitResult {
+  job: JobDetail;
+  /** Ignored fields, "converted from an OpenPAI v1 job", plugins run differently… */
+  warnings: FieldWarning[];
+}
+
 /** The body of every error response (`PAIError.to_json`). */
 export interface ErrorBody {
   message: string;
@@ -225,7 +249,7 @@ export interface ConvertResult {
   /** The protocol-v2 document (secrets shown as `******`). */
   job: Record<string, any>;
   /** Ignored fields, "converted from an OpenPAI v1 job", unresolved markers… */
-  warnings: FieldError[];
+  warnings: FieldWarning[];
 }
 
 /** What the log endpoint's query selects. */
@@ -370,9 +394,22 @@ export const MODEL_FIELDS = {
     type: true,
     entries: true
   } satisfies Fields<StorageListing>,
+  FieldWarning: {
+    path: true,
+    message: true
+  } satisfies Fields<FieldWarning>,
   ConvertResult: {
     format: true,
     job: true,
     warnings: true
-  } satisfies Fields<ConvertResult>
+  } satisfies Fields<ConvertResult>,
+  SubmitResult: {
+    job: true,
+    warnings: true
+  } satisfies Fields<SubmitResult>,
+  JobList: { items: true } satisfies Fields<JobList>,
+  JobEventList: { items: true } satisfies Fields<JobEventList>,
+  VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,
+  ImageList: { items: true } satisfies Fields<ImageList>,
+  StorageList: { items: true } satisfies Fields<StorageList>
 };

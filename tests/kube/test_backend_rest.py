@@ -62,9 +62,10 @@ async def test_rest_api_on_kubernetes(jp_fetch: Any) -> None:
     code, info = await call(jp_fetch, "GET", "info")
     assert code == 200 and info["backend"] == "kubernetes" and info["namespace"] == "alice"
     code, vcs = await call(jp_fetch, "GET", "virtual-clusters")
-    assert code == 200 and {"default", "research"} <= {v["name"] for v in vcs}
-    code, job = await call(jp_fetch, "POST", "jobs", body=JOB)
-    assert code == 201, job
+    assert code == 200 and {"default", "research"} <= {v["name"] for v in vcs["items"]}
+    code, submitted = await call(jp_fetch, "POST", "jobs", body=JOB)
+    assert code == 201, submitted
+    job = submitted["job"]
     assert job["id"] == "alice~restjob" and job["state"] == "WAITING"
     code, again = await call(jp_fetch, "POST", "jobs", body=JOB)
     assert code == 409 and "restjob-2" in again["message"]
@@ -84,7 +85,7 @@ async def test_rest_api_on_kubernetes(jp_fetch: Any) -> None:
         await asyncio.sleep(0.3)
     assert [t["node"] for t in detail["tasks"]] == ["runner-0", "runner-0"]
     code, listed = await call(jp_fetch, "GET", "jobs", state="RUNNING")
-    assert code == 200 and [j["id"] for j in listed["jobs"]] == ["alice~restjob"]
+    assert code == 200 and [j["id"] for j in listed["items"]] == ["alice~restjob"]
     deadline = time.monotonic() + 20
     while True:
         code, log = await call(
@@ -95,8 +96,7 @@ async def test_rest_api_on_kubernetes(jp_fetch: Any) -> None:
         assert time.monotonic() < deadline, log
         await asyncio.sleep(0.3)
     code, events = await call(jp_fetch, "GET", "jobs", "alice~restjob", "events")
-    items = events["events"] if isinstance(events, dict) else events
-    assert code == 200 and "Scheduled" in {e["reason"] for e in items}
+    assert code == 200 and "Scheduled" in {e["reason"] for e in events["items"]}
     code, stopped = await call(jp_fetch, "DELETE", "jobs", "alice~restjob")
     assert code == 200 and stopped["state"] in ("STOPPING", "STOPPED")
     deadline = time.monotonic() + 30
@@ -104,6 +104,6 @@ async def test_rest_api_on_kubernetes(jp_fetch: Any) -> None:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.3)
     code, listed = await call(jp_fetch, "GET", "jobs")
-    assert [j["state"] for j in listed["jobs"]] == ["STOPPED"]
+    assert [j["state"] for j in listed["items"]] == ["STOPPED"]
     code, _ = await call(jp_fetch, "GET", "jobs", "bob~restjob")
     assert code == 404

@@ -332,7 +332,7 @@ async def test_rest_lists_through_the_helper_and_refuses_traversal(
     deadline = time.monotonic() + 20
     while True:
         code, doc = await fetch_status(jp_fetch, "storage")
-        if code == 200 and volume.claim in [s["name"] for s in doc]:
+        if code == 200 and volume.claim in [s["name"] for s in doc["items"]]:
             break
         assert time.monotonic() < deadline, f"no storage {volume.claim}: {code} {doc}"
         await asyncio.sleep(0.3)

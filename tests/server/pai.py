@@ -82,6 +82,13 @@ class PAIClient:
         assert r.code == 200, r
         return r.json()
 
+    async def items(self, *path: str, **params: Any) -> list[dict[str, Any]]:
+        """A list endpoint's items, read from the one envelope every list comes in."""
+        body = await self.get(*path, **params)
+        assert list(body) == ["items"], body
+        items: list[dict[str, Any]] = body["items"]
+        return items
+
     # -- jobs ------------------------------------------------------------------------------
 
     async def post_job(
@@ -91,9 +98,10 @@ class PAIClient:
         return await self.request("POST", "jobs", body=text, headers={"Content-Type": content_type})
 
     async def submit(self, spec: str | dict[str, Any]) -> dict[str, Any]:
+        """The created job (the ``job`` of the ``SubmitResult``)."""
         r = await self.post_job(spec)
         assert r.code == 201, r
-        job: dict[str, Any] = r.json()
+        job: dict[str, Any] = r.json()["job"]
         return job
 
     async def job(self, job_id: str) -> dict[str, Any]:
@@ -101,14 +109,10 @@ class PAIClient:
         return job
 
     async def jobs(self, **params: Any) -> list[dict[str, Any]]:
-        body = await self.get("jobs", **params)
-        jobs: list[dict[str, Any]] = body["jobs"]
-        return jobs
+        return await self.items("jobs", **params)
 
     async def events(self, job_id: str) -> list[dict[str, Any]]:
-        body = await self.get("jobs", job_id, "events")
-        events: list[dict[str, Any]] = body["events"]
-        return events
+        return await self.items("jobs", job_id, "events")
 
     async def stop(self, job_id: str) -> dict[str, Any]:
         r = await self.request("DELETE", "jobs", job_id)

@@ -89,6 +89,6 @@ async def test_every_endpoint_refuses_unauthenticated_requests(
     assert (await pai.request("GET", "storage", "work", "hello.txt")).body == b"hi"
     r = await pai.request("POST", "jobs", body=body, headers={"Content-Type": "text/yaml"})
     assert r.code == 201, r
-    assert json.loads(r.body)["name"] == "intruder"
+    assert json.loads(r.body)["job"]["name"] == "intruder"
     pai.release("go-guarded")
     await pai.wait_state(running["id"], "SUCCEEDED")

@@ -53,8 +53,9 @@ async def test_v1_ps_worker_job_runs_with_its_variables(pai: PAIClient) -> None:
     warnings = [w["message"] for w in submitted["warnings"]]
     assert warnings[0].startswith("converted from an OpenPAI v1 job"), warnings
     assert any("PAI_CODE_DIR" in w for w in warnings), warnings
-    assert submitted["totalGpuNumber"] == 2 and submitted["totalTaskNumber"] == 3
-    job = await pai.wait_state(submitted["id"], "SUCCEEDED", timeout=90)
+    created = submitted["job"]
+    assert created["totalGpuNumber"] == 2 and created["totalTaskNumber"] == 3
+    job = await pai.wait_state(created["id"], "SUCCEEDED", timeout=90)
     user = job["user"]
 
     ps = parse_env(await pai.log(job["id"], role="ps_server", index=0))

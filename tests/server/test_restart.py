@@ -137,7 +137,7 @@ async def test_job_survives_a_killed_server(
     )
     r = await first.request("POST", "jobs", spec, **{"Content-Type": "text/yaml"})
     assert r.code == 201, r.body
-    job_id = json.loads(r.body)["id"]
+    job_id = json.loads(r.body)["job"]["id"]
     log_path = f"jobs/{job_id}/logs?role=worker"
 
     async def three_ticks() -> bool:
@@ -152,7 +152,7 @@ async def test_job_survives_a_killed_server(
     second = ServerProcess(root, tmp_path / "server-2.log", env)
     servers.append(second)
     await second.ready()
-    listed = {j["id"]: j for j in (await second.get("jobs"))["jobs"]}
+    listed = {j["id"]: j for j in (await second.get("jobs"))["items"]}
     assert listed[job_id]["state"] == "RUNNING", listed
     before = await second.get(log_path)
     ticks = [line for line in before.splitlines() if line.startswith("tick ")]

@@ -175,7 +175,7 @@ async def test_tensorboard_serves_on_its_declared_port(pai: PAIClient, tmp_path:
         w["path"] == f"extras.{PLUGINS}.0.parameters.port" and "instead of 6006" in w["message"]
         for w in submitted["warnings"]
     ), submitted["warnings"]
-    job_id = submitted["id"]
+    job_id = submitted["job"]["id"]
     job = await pai.wait_state(job_id, "RUNNING", timeout=30)
     ports = job["tasks"][0]["ports"]
     assert list(ports) == ["tensorboard", "ssh", "http"]

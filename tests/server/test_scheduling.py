@@ -95,7 +95,7 @@ async def test_fifo_a_small_job_does_not_overtake_a_waiting_big_one(pai: PAIClie
 
 
 async def test_virtual_clusters_show_used_free_and_queued_gpus(pai: PAIClient) -> None:
-    (vc,) = await pai.get("virtual-clusters")
+    (vc,) = await pai.items("virtual-clusters")
     assert vc["name"] == "default"
     assert vc["capacity"]["gpu"] == 4
     assert (vc["used"]["gpu"], vc["free"]["gpu"], vc["queuedJobs"], vc["runningJobs"]) == (
@@ -115,7 +115,7 @@ async def test_virtual_clusters_show_used_free_and_queued_gpus(pai: PAIClient) -
         job_spec("two", {"worker": {"instances": 1, "gpu": 2, "commands": ["true"]}})
     )
     assert two["state"] == "WAITING"
-    (vc,) = await pai.get("virtual-clusters")
+    (vc,) = await pai.items("virtual-clusters")
     assert vc["used"]["gpu"] == 3 and vc["free"]["gpu"] == 1
     assert vc["runningJobs"] == 1 and vc["queuedJobs"] == 1
     assert vc["queued"]["gpu"] == 2
@@ -124,7 +124,7 @@ async def test_virtual_clusters_show_used_free_and_queued_gpus(pai: PAIClient) -
     pai.release("go-three")
     await pai.wait_state(two["id"], "SUCCEEDED")
     await pai.wait_state(three["id"], "SUCCEEDED")
-    (vc,) = await pai.get("virtual-clusters")
+    (vc,) = await pai.items("virtual-clusters")
     assert (vc["used"]["gpu"], vc["free"]["gpu"], vc["queuedJobs"], vc["runningJobs"]) == (
         0,
         4,
@@ -141,7 +141,7 @@ async def test_info_says_local_backend(pai: PAIClient) -> None:
 
 
 async def test_images_default_catalogue(pai: PAIClient) -> None:
-    images = await pai.get("images")
+    images = await pai.items("images")
     names = [i["name"] for i in images]
     assert "pytorch-2.4" in names and "python-3.11" in names
     assert all(i["uri"] for i in images)
@@ -156,7 +156,7 @@ CATALOGUE = [
 
 @pytest.mark.parametrize("pai_extra_config", [{"PAIConfig": {"images": CATALOGUE}}])
 async def test_images_configured_catalogue(pai: PAIClient) -> None:
-    images = await pai.get("images")
+    images = await pai.items("images")
     assert [(i["name"], i["uri"], i["gpu"]) for i in images] == [
         ("mine", "registry.example/mine:1", True),
         ("cpu", "python:3.12", False),
@@ -169,7 +169,7 @@ TWO_VCS = {"LocalBackend": {"virtual_clusters_config": {"default": 2, "research"
 
 @pytest.mark.parametrize("pai_extra_config", [TWO_VCS])
 async def test_virtual_clusters_are_queued_separately(pai: PAIClient) -> None:
-    vcs = {vc["name"]: vc for vc in await pai.get("virtual-clusters")}
+    vcs = {vc["name"]: vc for vc in await pai.items("virtual-clusters")}
     assert {name: vc["capacity"]["gpu"] for name, vc in vcs.items()} == {
         "default": 2,
         "research": 2,
@@ -192,13 +192,13 @@ async def test_virtual_clusters_are_queued_separately(pai: PAIClient) -> None:
         ),
     )
     assert r.code == 201, r
-    elsewhere = r.json()
+    elsewhere = r.json()["job"]
     assert elsewhere["virtualCluster"] == "research"
     job = await pai.wait_state(elsewhere["id"], "RUNNING")
     held = {g for t in (await pai.job(full["id"]))["tasks"] for g in t["gpus"]}
     assert held.isdisjoint(g for t in job["tasks"] for g in t["gpus"])
 
-    vcs = {vc["name"]: vc for vc in await pai.get("virtual-clusters")}
+    vcs = {vc["name"]: vc for vc in await pai.items("virtual-clusters")}
     assert (vcs["default"]["used"]["gpu"], vcs["default"]["queuedJobs"]) == (2, 1)
     assert (vcs["research"]["used"]["gpu"], vcs["research"]["queuedJobs"]) == (2, 0)
     # A research job over its quota is refused at once.

@@ -29,8 +29,8 @@ async def test_secret_is_used_by_the_task_and_hidden_everywhere(pai: PAIClient) 
     r = await pai.post_job(spec)
     assert r.code == 201, r
     assert SECRET not in r.text
-    job_id = r.json()["id"]
-    assert r.json()["spec"]["secrets"] == {"token": "******"}
+    job_id = r.json()["job"]["id"]
+    assert r.json()["job"]["spec"]["secrets"] == {"token": "******"}
     await pai.wait_state(job_id, "SUCCEEDED")
 
     expected_sha = hashlib.sha256(SECRET.encode()).hexdigest()[:16]

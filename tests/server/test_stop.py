@@ -76,7 +76,7 @@ async def test_stopping_a_running_job_kills_its_processes(pai: PAIClient) -> Non
     reasons = [e["reason"] for e in await pai.events(job_id)]
     assert "StopRequested" in reasons and reasons[-1] == "Stopped"
     # The freed GPUs are free again.
-    (vc,) = await pai.get("virtual-clusters")
+    (vc,) = await pai.items("virtual-clusters")
     assert vc["free"]["gpu"] == 4
     # Stopping again is harmless and keeps the state.
     assert (await pai.stop(job_id))["state"] == "STOPPED"

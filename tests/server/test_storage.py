@@ -43,7 +43,7 @@ async def raw_get(client: Any, base_url: str, auth: dict[str, str], path: str) -
 
 
 async def test_storages_are_listed(pai: PAIClient) -> None:
-    storages = await pai.get("storage")
+    storages = await pai.items("storage")
     assert storages == [
         {"name": "work", "mountPath": "/mnt/work", "readOnly": False, "description": None}
     ]

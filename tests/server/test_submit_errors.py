@@ -88,7 +88,7 @@ async def test_unsupported_content_type_is_refused(pai: PAIClient) -> None:
 async def test_json_body_is_accepted(pai: PAIClient) -> None:
     r = await pai.post_job(json.dumps(ok_job("as_json")), content_type="application/json")
     assert r.code == 201, r
-    job = r.json()
+    job = r.json()["job"]
     assert job["name"] == "as_json"
     assert r.headers["Location"].endswith(f"/pai/api/jobs/{job['id']}")
     await pai.wait_state(job["id"], "SUCCEEDED")
@@ -112,7 +112,7 @@ async def test_duplicate_name_is_a_409_with_a_suggestion(pai: PAIClient) -> None
 async def test_short_form_submits_like_protocol_v2(pai: PAIClient) -> None:
     r = await pai.post_job("name: short\ngpus: 1\ninstances: 2\ncommand: echo $RANK\n")
     assert r.code == 201, r
-    job = r.json()
+    job = r.json()["job"]
     assert job["totalGpuNumber"] == 2 and job["totalTaskNumber"] == 2
     await pai.wait_state(job["id"], "SUCCEEDED")
     assert (await pai.log(job["id"], "worker", 1)).strip() == "1"

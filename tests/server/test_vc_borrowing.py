@@ -55,7 +55,7 @@ def owner_job() -> dict[str, Any]:
 
 
 async def vcs(pai: PAIClient) -> dict[str, dict[str, Any]]:
-    return {vc["name"]: vc for vc in await pai.get("virtual-clusters")}
+    return {vc["name"]: vc for vc in await pai.items("virtual-clusters")}
 
 
 def gpu_view(vc: dict[str, Any]) -> tuple[int, int, int, int, int]:

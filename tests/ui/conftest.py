@@ -93,7 +93,8 @@ class Lab:
         }
         if vc:
             spec["defaults"] = {"virtualCluster": vc}
-        job: dict[str, Any] = self.json("jobs", method="POST", body=json.dumps(spec).encode())
+        submitted = self.json("jobs", method="POST", body=json.dumps(spec).encode())
+        job: dict[str, Any] = submitted["job"]
         self.submitted.append(job["id"])
         return job
 
@@ -102,7 +103,7 @@ class Lab:
         return found
 
     def job_by_name(self, name: str) -> dict[str, Any]:
-        jobs = self.json(f"jobs?keyword={urllib.parse.quote(name)}")["jobs"]
+        jobs = self.json(f"jobs?keyword={urllib.parse.quote(name)}")["items"]
         matching = [j for j in jobs if j["name"] == name]
         assert matching, f"no job named {name}: {[j['name'] for j in jobs]}"
         return dict(matching[0])

@@ -40,10 +40,10 @@ def test_yaml_editor_shows_field_errors(page, lab: Lab) -> None:
     shot(page, "form-errors-1-yaml")
 
     # Submitting invalid YAML sends nothing.
-    before = len(lab.json("jobs")["jobs"])
+    before = len(lab.json("jobs")["items"])
     form.locator(".jp-PAI-submit").click()
     expect(form.locator(".jp-PAI-error")).to_contain_text("The YAML has problems")
-    assert len(lab.json("jobs")["jobs"]) == before
+    assert len(lab.json("jobs")["items"]) == before
 
     # Fixed, it is valid again.
     area.fill(area.input_value().replace("gpu: -1", "gpu: 0").replace("bad name!", "yaml-ok"))
@@ -78,7 +78,7 @@ def test_server_400_shown_next_to_the_field(page, jobs: Lab) -> None:
     expect(form.get_by_label("storage 1", exact=True)).to_be_focused()
     expect(form.locator(".jp-PAI-error[role='alert']").first).to_be_visible()
     shot(page, "form-errors-2-server-400")
-    assert not [j for j in jobs.json("jobs")["jobs"] if j["name"] == name]
+    assert not [j for j in jobs.json("jobs")["items"] if j["name"] == name]
 
     # Editing the field clears the stale server error; with a clean path it submits.
     mount_path.fill("/mnt/data")

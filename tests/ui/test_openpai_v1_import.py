@@ -232,7 +232,7 @@ def test_tensorboard_port_gets_a_link_that_answers(page: Any, jobs: Lab) -> None
             }
         },
     }
-    job = jobs.json("jobs", method="POST", body=json.dumps(spec).encode())
+    job = jobs.json("jobs", method="POST", body=json.dumps(spec).encode())["job"]
     jobs.submitted.append(job["id"])
     running = jobs.wait_state(job["id"], "RUNNING", timeout=30)
     port = running["tasks"][0]["ports"]["tensorboard"][0]

@@ -49,7 +49,7 @@ def test_submit_wait_logs_show_and_list(cli, tmp_path: Path) -> None:
     done = cli("submit", "job.yaml", "--param", "x=42", "--wait")
     assert done.returncode == 0, done.stderr
     assert "SUCCEEDED" in done.stdout
-    job_id = json.loads(cli("jobs", "--json").stdout)["jobs"][0]["id"]
+    job_id = json.loads(cli("jobs", "--json").stdout)["items"][0]["id"]
     log = cli("logs", job_id, "--index", "1")
     assert log.stdout.strip().startswith("value=42 rank=1 gpus=")
     shown = json.loads(cli("show", job_id, "--json").stdout)
@@ -106,9 +106,9 @@ def test_validate_show_prints_a_v1_job_as_protocol_v2(cli, tmp_path: Path) -> No
 def test_vcs_and_stop(cli, tmp_path: Path) -> None:
     (tmp_path / "long.yaml").write_text("name: long\ncommand: sleep 60\ngpus: 2\n")
     assert cli("submit", "long.yaml").returncode == 0
-    vcs = json.loads(cli("vcs", "--json").stdout)
+    vcs = json.loads(cli("vcs", "--json").stdout)["items"]
     assert vcs[0]["name"] == "default" and vcs[0]["capacity"]["gpu"] == 2
-    job_id = json.loads(cli("jobs", "--json").stdout)["jobs"][0]["id"]
+    job_id = json.loads(cli("jobs", "--json").stdout)["items"][0]["id"]
     stopped = json.loads(cli("stop", job_id, "--json").stdout)
     assert stopped["state"] in ("STOPPING", "STOPPED")
 

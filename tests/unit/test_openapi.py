@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from jupyter_pai.server import openapi
 from jupyter_pai.server.routes import ROUTES
 
@@ -46,3 +48,41 @@ def test_path_parameters_are_declared() -> None:
         names = {p["name"] for p in item.get("parameters", []) if p["in"] == "path"}
         expected = {seg[1:-1] for seg in path.split("/") if seg.startswith("{")}
         assert names == expected, path
+
+
+def json_responses() -> list[tuple[str, str, dict[str, Any]]]:
+    """(path, verb, schema) of every 2xx JSON answer the document describes."""
+    found = []
+    for path, item in openapi.load()["paths"].items():
+        for verb in VERBS:
+            for status, response in item.get(verb, {}).get("responses", {}).items():
+                schema = response.get("content", {}).get("application/json", {}).get("schema")
+                if status.startswith("2") and schema is not None:
+                    found.append((path, verb, schema))
+    return found
+
+
+def test_every_answer_is_a_named_model_and_every_list_one_envelope() -> None:
+    components = openapi.load()["components"]["schemas"]
+    answers = json_responses()
+    # /schema answers the job protocol's JSON Schema, a document that is not ours to name.
+    unnamed = [(p, v) for p, v, s in answers if "$ref" not in s and p != "/schema"]
+    assert unnamed == [], "answer with a named model from backends/models.py"
+    lists = {
+        p: s["$ref"].rsplit("/", 1)[1]
+        for p, v, s in answers
+        if v == "get" and "$ref" in s and s["$ref"].endswith("List")
+    }
+    assert set(lists) == {
+        "/jobs",
+        "/jobs/{job_id}/events",
+        "/virtual-clusters",
+        "/images",
+        "/storage",
+    }
+    for name in lists.values():
+        assert list(components[name]["properties"]) == ["items"], name
+        assert components[name]["properties"]["items"]["type"] == "array", name
+    submit = next(s for p, v, s in answers if (p, v) == ("/jobs", "post"))
+    assert submit["$ref"].endswith("/SubmitResult")
+    assert set(components["SubmitResult"]["properties"]) == {"job", "warnings"}

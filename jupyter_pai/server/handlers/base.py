@@ -44,17 +44,15 @@ class PAIHandler(APIHandler):
             "application/json"
         )
 
-    def send_json(self, value: Any, status: int = 200) -> None:
-        if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json", by_alias=True)
-        elif isinstance(value, list):
-            value = [
-                v.model_dump(mode="json", by_alias=True) if isinstance(v, BaseModel) else v
-                for v in value
-            ]
+    def send_json(self, value: BaseModel | dict[str, Any], status: int = 200) -> None:
+        """Every JSON answer goes out here: a named model (lists in their envelope), or a
+        plain object only for documents that are not ours (the JSON Schema)."""
+        body = (
+            value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
+        )
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps(value))
+        self.finish(json.dumps(body))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tornado import web
 
-from ...backends.models import ConvertResult
+from ...backends.models import ConvertResult, FieldWarning
 from ...spec.parse import parse_job
 from ...spec.render import HIDDEN
 from .base import PAIHandler
@@ -21,6 +21,8 @@ class ConvertHandler(PAIHandler):
             job["secrets"] = {key: HIDDEN for key in job["secrets"]}
         self.send_json(
             ConvertResult(
-                format=parsed.format, job=job, warnings=[w.to_json() for w in parsed.warnings]
+                format=parsed.format,
+                job=job,
+                warnings=[FieldWarning.model_validate(w.to_json()) for w in parsed.warnings],
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tornado import web
 
-from ...backends.models import Image
+from ...backends.models import Image, ImageList
 from ...spec.schema import job_schema
 from .base import PAIHandler
 
@@ -19,7 +19,7 @@ class InfoHandler(PAIHandler):
 class ImagesHandler(PAIHandler):
     @web.authenticated
     async def get(self) -> None:
-        self.send_json([Image.model_validate(i) for i in self.pai.config.images])
+        self.send_json(ImageList(items=[Image.model_validate(i) for i in self.pai.config.images]))
 
 
 class SchemaHandler(PAIHandler):

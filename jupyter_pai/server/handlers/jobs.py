@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from tornado import web
 
-from ...backends.models import JobFilter, JobState
+from ...backends.models import (
+    FieldWarning,
+    JobEventList,
+    JobFilter,
+    JobList,
+    JobState,
+    SubmitResult,
+)
 from ...errors import BadRequest, FieldError
 from ...spec.parse import parse_job
 from .base import PAIHandler
@@ -28,19 +35,21 @@ class JobsHandler(PAIHandler):
             keyword=self.get_argument("keyword", None),
         )
         backend = await self.backend()
-        jobs = await backend.list_jobs(query)
-        self.send_json({"jobs": [j.model_dump(mode="json", by_alias=True) for j in jobs]})
+        self.send_json(JobList(items=await backend.list_jobs(query)))
 
     @web.authenticated
     async def post(self) -> None:
         parsed = parse_job(self.job_source(), virtual_cluster=self.get_argument("vc", None))
         backend = await self.backend()
         job = await backend.submit(parsed.job, working_dir=self.pai.working_dir)
-        body_json = job.model_dump(mode="json", by_alias=True)
         warnings = parsed.warnings + backend.submission_warnings(parsed.job)
-        body_json["warnings"] = [w.to_json() for w in warnings]
         self.set_header("Location", self.request.path.rstrip("/") + "/" + job.id)
-        self.send_json(body_json, status=201)
+        self.send_json(
+            SubmitResult(
+                job=job, warnings=[FieldWarning.model_validate(w.to_json()) for w in warnings]
+            ),
+            status=201,
+        )
 
 
 class JobHandler(PAIHandler):
@@ -59,5 +68,4 @@ class JobEventsHandler(PAIHandler):
     @web.authenticated
     async def get(self, job_id: str) -> None:
         backend = await self.backend()
-        events = await backend.events(job_id)
-        self.send_json({"events": [e.model_dump(mode="json", by_alias=True) for e in events]})
+        self.send_json(JobEventList(items=await backend.events(job_id)))

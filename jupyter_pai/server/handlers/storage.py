@@ -8,6 +8,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ...backends.base import FileContent
+from ...backends.models import StorageList
 from .base import PAIHandler
 
 
@@ -15,7 +16,7 @@ class StoragesHandler(PAIHandler):
     @web.authenticated
     async def get(self) -> None:
         backend = await self.backend()
-        self.send_json(await backend.storages())
+        self.send_json(StorageList(items=await backend.storages()))
 
 
 class StorageHandler(PAIHandler):

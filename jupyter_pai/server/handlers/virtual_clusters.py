@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tornado import web
 
+from ...backends.models import VirtualClusterList
 from .base import PAIHandler
 
 
@@ -11,4 +12,4 @@ class VirtualClustersHandler(PAIHandler):
     @web.authenticated
     async def get(self) -> None:
         backend = await self.backend()
-        self.send_json(await backend.virtual_clusters())
+        self.send_json(VirtualClusterList(items=await backend.virtual_clusters()))

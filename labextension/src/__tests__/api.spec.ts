@@ -10,6 +10,7 @@ import type {
   Info,
   JobDetail,
   JobSummary,
+  SubmitResult,
   VirtualCluster
 } from '../models';
 import { FakeServer, jsonResponse } from './fakeserver';
@@ -136,7 +137,7 @@ describe('requestAPI', () => {
 describe('PAIClient', () => {
   it('lists jobs with repeated state filters', async () => {
     const server = new FakeServer().json('GET', 'pai/api/jobs', {
-      jobs: [JOB]
+      items: [JOB]
     });
     const jobs = await new PAIClient(server.settings).jobs({
       vc: 'research',
@@ -151,7 +152,7 @@ describe('PAIClient', () => {
     expect(params.has('user')).toBe(false);
   });
 
-  it('accepts lists bare or wrapped', async () => {
+  it('reads every list from its items envelope', async () => {
     const vc: VirtualCluster = {
       name: 'research',
       capacity: { gpu: 32, cpu: 256, memoryMB: 1 << 20 },
@@ -162,24 +163,46 @@ describe('PAIClient', () => {
       queued: { gpu: 8, cpu: 8, memoryMB: 0 }
     };
     const server = new FakeServer()
-      .json('GET', 'pai/api/virtual-clusters', [vc])
+      .json('GET', 'pai/api/virtual-clusters', { items: [vc] })
       .json('GET', 'pai/api/images', {
-        images: [{ name: 'pytorch', uri: 'pytorch/pytorch:2.3', gpu: true }]
+        items: [{ name: 'pytorch', uri: 'pytorch/pytorch:2.3', gpu: true }]
       })
-      .json('GET', 'pai/api/storage', { storages: [] });
+      .json('GET', 'pai/api/storage', { items: [] })
+      .json('GET', 'pai/api/jobs/j1/events', {
+        items: [
+          {
+            time: '2024-05-01T10:00:00Z',
+            type: 'Normal',
+            reason: 'Scheduled',
+            message: 'placed',
+            source: 'job'
+          }
+        ]
+      });
     const client = new PAIClient(server.settings);
     expect(await client.virtualClusters()).toEqual([vc]);
     expect((await client.images()).map(i => i.name)).toEqual(['pytorch']);
     expect(await client.storages()).toEqual([]);
+    expect((await client.events('j1')).map(e => e.reason)).toEqual([
+      'Scheduled'
+    ]);
   });
 
   it('submits YAML as text/yaml and objects as JSON', async () => {
     const detail: JobDetail = { ...JOB, spec: {}, tasks: [] };
+    const answer: SubmitResult = {
+      job: detail,
+      warnings: [{ path: 'fancy', message: 'unknown field, ignored' }]
+    };
     const server = new FakeServer().on('POST', 'pai/api/jobs', () =>
-      jsonResponse(detail, 201)
+      jsonResponse(answer, 201)
     );
     const client = new PAIClient(server.settings);
-    await client.submitJob('protocolVersion: 2\nname: a\n');
+    const { job, warnings } = await client.submitJob(
+      'protocolVersion: 2\nname: a\n'
+    );
+    expect(job.id).toBe(JOB.id);
+    expect(warnings).toEqual(answer.warnings);
     await client.submitJob({ protocolVersion: 2, name: 'a' });
     expect(server.requests[0].headers.get('Content-Type')).toBe('text/yaml');
     expect(server.requests[0].body).toBe('protocolVersion: 2\nname: a\n');

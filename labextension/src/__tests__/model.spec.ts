@@ -27,14 +27,14 @@ function setup(): { server: FakeServer; model: PAIModel; jobs: JobSummary[] } {
       version: '0',
       user: 'mei'
     })
-    .json('GET', 'pai/api/images', [])
-    .json('GET', 'pai/api/storage', [])
-    .json('GET', 'pai/api/virtual-clusters', [])
+    .json('GET', 'pai/api/images', { items: [] })
+    .json('GET', 'pai/api/storage', { items: [] })
+    .json('GET', 'pai/api/virtual-clusters', { items: [] })
     .on(
       'GET',
       'pai/api/jobs',
       () =>
-        new Response(JSON.stringify({ jobs }), {
+        new Response(JSON.stringify({ items: jobs }), {
           headers: { 'Content-Type': 'application/json' }
         })
     );
