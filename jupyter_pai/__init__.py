@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from ._version import __version__
 except ImportError:  # running from a source tree that was never built
     __version__ = "0.0.0.dev0"
 
-__all__ = ["__version__"]
+__all__ = ["Client", "Job", "__version__"]
+
+if TYPE_CHECKING:
+    from .notebook.client import Client, Job
+
+
+def __getattr__(name: str) -> Any:
+    """``jupyter_pai.Client`` and ``Job``, imported on first use: importing jupyter_pai
+    (the server extension, the CLI, a kernel's ``%load_ext``) stays light."""
+    if name in ("Client", "Job"):
+        from .notebook import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'jupyter_pai' has no attribute {name!r}")
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

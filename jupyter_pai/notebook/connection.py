@@ -1,0 +1,176 @@
+"""What a :class:`~jupyter_pai.Client` talks to: the configured backend in this process
+(as the CLI does), or a Jupyter server's REST API (:mod:`.rest`). Both answer with the REST
+API's models, so the client above them has one code path."""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from traitlets.config import Config
+
+from ..backends.base import Backend, FileContent, LogQuery
+from ..backends.models import (
+    FieldWarning,
+    Image,
+    Info,
+    JobDetail,
+    JobEvent,
+    JobFilter,
+    JobSummary,
+    Storage,
+    StorageListing,
+    SubmitResult,
+    VirtualCluster,
+)
+from ..config import PAIConfig, load_config
+from ..spec.parse import parse_job
+
+#: A job as the client accepts it: YAML or JSON text, or the document as a mapping.
+JobSource = str | bytes | Mapping[str, Any]
+
+
+class Connection(abc.ABC):
+    """The async operations the client needs; every method runs on the client's loop."""
+
+    @abc.abstractmethod
+    async def info(self) -> Info: ...
+
+    @abc.abstractmethod
+    async def submit(
+        self,
+        source: JobSource,
+        *,
+        parameters: Mapping[str, Any] | None = None,
+        virtual_cluster: str | None = None,
+        name: str | None = None,
+    ) -> SubmitResult: ...
+
+    @abc.abstractmethod
+    async def list_jobs(self, query: JobFilter) -> list[JobSummary]: ...
+
+    @abc.abstractmethod
+    async def get_job(self, job_id: str) -> JobDetail: ...
+
+    @abc.abstractmethod
+    async def stop_job(self, job_id: str) -> JobDetail: ...
+
+    @abc.abstractmethod
+    async def events(self, job_id: str) -> list[JobEvent]: ...
+
+    @abc.abstractmethod
+    def logs(self, job_id: str, query: LogQuery) -> AsyncIterator[bytes]:
+        """The task's log in chunks; with ``query.follow`` until the task ends."""
+
+    @abc.abstractmethod
+    async def virtual_clusters(self) -> list[VirtualCluster]: ...
+
+    @abc.abstractmethod
+    async def images(self) -> list[Image]: ...
+
+    @abc.abstractmethod
+    async def storages(self) -> list[Storage]: ...
+
+    @abc.abstractmethod
+    async def read_storage(self, name: str, path: str) -> StorageListing | bytes: ...
+
+    async def close(self) -> None:  # noqa: B027 — most connections hold nothing to release
+        """Release connections; jobs keep running."""
+
+
+def warnings_of(errors: list[Any]) -> list[FieldWarning]:
+    return [FieldWarning(path=e.path, message=e.message) for e in errors]
+
+
+class BackendConnection(Connection):
+    """The configured backend in this process: the same jobs, state and cluster credentials
+    as ``jupyter pai`` on this machine."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        backend: str | None = None,
+        working_dir: str | None = None,
+    ) -> None:
+        merged = load_config()
+        # Housekeeping passes are for the server; a notebook's client, like the CLI, runs
+        # scheduling when it changes something.
+        merged.merge(Config({"LocalBackend": {"housekeeping": 0.0}}))
+        if config is not None:
+            merged.merge(config)
+        if backend:
+            merged.merge(Config({"PAIConfig": {"backend": backend}}))
+        self.pai_config = PAIConfig(config=merged)
+        self.working_dir = working_dir
+        self._backend: Backend | None = None
+
+    async def backend(self) -> Backend:
+        if self._backend is None:
+            backend = self.pai_config.make_backend()
+            await backend.start()
+            self._backend = backend
+        return self._backend
+
+    async def info(self) -> Info:
+        return await (await self.backend()).info()
+
+    async def submit(
+        self,
+        source: JobSource,
+        *,
+        parameters: Mapping[str, Any] | None = None,
+        virtual_cluster: str | None = None,
+        name: str | None = None,
+    ) -> SubmitResult:
+        parsed = parse_job(
+            source, parameters=parameters, virtual_cluster=virtual_cluster, name=name
+        )
+        backend = await self.backend()
+        job = await backend.submit(parsed.job, working_dir=self.working_dir or os.getcwd())
+        warnings = parsed.warnings + backend.submission_warnings(parsed.job)
+        return SubmitResult(job=job, warnings=warnings_of(warnings))
+
+    async def list_jobs(self, query: JobFilter) -> list[JobSummary]:
+        return await (await self.backend()).list_jobs(query)
+
+    async def get_job(self, job_id: str) -> JobDetail:
+        return await (await self.backend()).get_job(job_id)
+
+    async def stop_job(self, job_id: str) -> JobDetail:
+        return await (await self.backend()).stop_job(job_id)
+
+    async def events(self, job_id: str) -> list[JobEvent]:
+        return await (await self.backend()).events(job_id)
+
+    async def logs(self, job_id: str, query: LogQuery) -> AsyncIterator[bytes]:
+        stream = await (await self.backend()).logs(job_id, query)
+        try:
+            async for chunk in stream.chunks:
+                yield chunk
+        finally:
+            closer = getattr(stream.chunks, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    async def virtual_clusters(self) -> list[VirtualCluster]:
+        return await (await self.backend()).virtual_clusters()
+
+    async def images(self) -> list[Image]:
+        return [Image.model_validate(i) for i in self.pai_config.images]
+
+    async def storages(self) -> list[Storage]:
+        return await (await self.backend()).storages()
+
+    async def read_storage(self, name: str, path: str) -> StorageListing | bytes:
+        found = await (await self.backend()).read_storage(name, path)
+        if not isinstance(found, FileContent):
+            return found
+        return b"".join([chunk async for chunk in found.chunks])
+
+    async def close(self) -> None:
+        if self._backend is not None:
+            backend, self._backend = self._backend, None
+            await backend.close()
