@@ -94,6 +94,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
 
     add("vcs", "virtual clusters: capacity, use and queue")
+
+    p = sub.add_parser("kernelspec", help="remote GPU kernels' kernelspecs")
+    kernelspec_sub = p.add_subparsers(dest="kernelspec_command", required=True)
+    text = "write a kernelspec whose kernel runs as a job on the backend (pai-provisioner)"
+    p = kernelspec_sub.add_parser("install", help=text, description=text)
+    p.add_argument("name", help="the kernelspec's name (letters, digits, - . _)")
+    p.add_argument("--vc", required=True, help="the virtual cluster the kernel queues in")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs the kernel holds (default 0)")
+    p.add_argument("--image", default="", help="an image of PAIConfig.images (name or URI)")
+    p.add_argument("--cpu", type=float, help="CPUs (default: the job default)")
+    p.add_argument("--memory-mb", type=int, help="memory in MB (default: the job default)")
+    p.add_argument("--storage", action="append", default=[], help="a storage to mount (repeatable)")
+    p.add_argument("--display-name", help="default: 'Python 3 — VC, N GPUs'")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--user", action="store_const", dest="scope", const="user", help="~/.local (default)"
+    )
+    where.add_argument(
+        "--sys-prefix", action="store_const", dest="scope", const="sys-prefix", help="sys.prefix"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
@@ -109,6 +130,8 @@ async def run(args: argparse.Namespace) -> int:
     try:
         if args.command == "validate":
             return validate(args)
+        if args.command == "kernelspec":
+            return install_kernelspec(args)
         backend = make_backend(args.backend)
         await backend.start()
         try:
@@ -262,6 +285,27 @@ async def vcs(backend: Backend, args: argparse.Namespace) -> int:
             row[4:4] = [guaranteed, str(vc.borrowed_gpus), str(vc.lent_gpus)]
         rows.append(row)
     print_table(rows)
+    return 0
+
+
+def install_kernelspec(args: argparse.Namespace) -> int:
+    from .kernels.jobspec import KernelRequest, resolve_image
+    from .kernels.kernelspec import install
+
+    resolve_image(args.image, PAIConfig(config=load_config()).images)
+    request = KernelRequest(
+        virtual_cluster=args.vc,
+        gpus=args.gpus,
+        image=args.image,
+        cpu=args.cpu,
+        memory_mb=args.memory_mb,
+        storages=tuple(args.storage),
+    )
+    where = install(args.name, request, display=args.display_name, scope=args.scope or "user")
+    if args.json:
+        emit({"name": args.name, "path": where})
+    else:
+        print(f"installed kernelspec {args.name} in {where}")
     return 0
 
 

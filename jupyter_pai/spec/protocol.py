@@ -311,6 +311,11 @@ class Extras(Model):
     )
     #: Which client submitted the job (OpenPAI's web portal plugins set it).
     submit_from: str | None = Field(default=None, alias="submitFrom")
+    #: jupyter-pai's own: ``kernel`` marks the job of a remote kernel (jupyter_pai.kernels),
+    #: so lists and VC views can tell it from a batch job. Left out of dumps unless set.
+    kind: Literal["job", "kernel"] = Field(
+        default="job", alias="jupyterPaiKind", exclude_if=lambda kind: kind == "job"
+    )
 
 
 class JobProtocol(Model):

@@ -7,6 +7,7 @@ record holds only state, so listing jobs never reads a secret.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +43,7 @@ class JobRecord(BaseModel):
     name: str
     user: str
     virtual_cluster: str
+    kind: Literal["job", "kernel"] = "job"
     state: JobState = JobState.WAITING
     sub_state: str | None = None
     waiting_reason: str | None = None

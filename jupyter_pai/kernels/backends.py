@@ -1,0 +1,67 @@
+"""The backend a provisioner submits through (one per event loop, shared by its kernels)
+and where a running kernel job's ports are reached from this process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from traitlets.config import Config
+
+from ..backends.base import Backend
+from ..backends.models import JobDetail
+from ..config import PAIConfig, load_config
+from ..errors import Unavailable
+from .launcher import PORT_LABEL
+
+_BACKENDS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[str, tuple[Backend, PAIConfig]]
+]
+_BACKENDS = weakref.WeakKeyDictionary()
+
+
+async def backend_for(parent: Any) -> tuple[Backend, PAIConfig]:
+    """The started backend for this loop and configuration, made by ``jupyter_pai_config``
+    and, over it, the kernel manager's own configuration (the server's)."""
+    loop = asyncio.get_running_loop()
+    config = load_config()
+    if parent is not None and getattr(parent, "config", None) is not None:
+        config.merge(parent.config)
+    # The settings read from the environment count too (tests change them per test).
+    env = {k: v for k, v in os.environ.items() if k.startswith("JUPYTER_PAI_")}
+    key = repr((sorted(env.items()), config))
+    backends = _BACKENDS.setdefault(loop, {})
+    if key not in backends:
+        # The server's own backend runs the scheduling passes; this one only submits.
+        config.merge(Config({"LocalBackend": {"housekeeping": 0.0}}))
+        pai = PAIConfig(config=config)
+        backend = pai.make_backend()
+        backends[key] = (backend, pai)
+        await backend.start()
+    return backends[key]
+
+
+@dataclass
+class Endpoint:
+    """Host and ports (shell, iopub, stdin, control, hb, launcher) to connect to."""
+
+    host: str
+    ports: list[int]
+    closers: list[Any] = field(default_factory=list)
+
+    async def close(self) -> None:
+        for close in self.closers:
+            await close()
+
+
+async def endpoint(backend: Backend, job: JobDetail, connect: str) -> Endpoint:
+    task = job.tasks[0]
+    ports = task.ports.get(PORT_LABEL) or []
+    if not task.ip or not ports:
+        raise Unavailable(f"job {job.id} runs but reports no address for its kernel ports")
+    if backend.name == "local" or connect == "pod-ip":
+        return Endpoint(task.ip, list(ports))
+    raise Unavailable(f"connect={connect!r} is not supported by backend {backend.name}")

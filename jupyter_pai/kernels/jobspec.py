@@ -1,0 +1,91 @@
+"""What a remote kernel asks for (a kernelspec's provisioner config) and the one-task job
+of kind ``kernel`` that runs it. Pure: no I/O."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import FieldError, SpecError
+from ..spec.protocol import JobProtocol
+from .launcher import KEY_VARIABLE, PORT_LABEL, PORT_NAMES, inline_command
+
+ROLE = "kernel"
+SECRET = "kernelKey"
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """The kernelspec's ``metadata.kernel_provisioner.config``."""
+
+    virtual_cluster: str
+    gpus: int = 0
+    image: str = ""
+    cpu: float | None = None
+    memory_mb: int | None = None
+    storages: Sequence[str] = field(default_factory=tuple)
+    idle_seconds: float = 600.0
+
+
+def resolve_image(image: str, catalogue: Sequence[Mapping[str, Any]]) -> str:
+    """The image's URI: a catalogue name or one of its URIs; anything else is refused."""
+    if not image:
+        return ""
+    for entry in catalogue:
+        if image in (entry.get("name"), entry.get("uri")):
+            return str(entry.get("uri") or image)
+    known = ", ".join(str(e.get("name")) for e in catalogue) or "none"
+    raise SpecError(
+        [
+            FieldError(
+                "image", f"no image {image!r} in the catalogue (PAIConfig.images); known: {known}"
+            )
+        ],
+        message=f"unknown image {image!r}: known images are {known}",
+    )
+
+
+def kernel_job(
+    request: KernelRequest,
+    *,
+    name: str,
+    key: str,
+    image_uri: str,
+    in_process_launcher: bool,
+    python: str = "python3",
+) -> JobProtocol:
+    """The kernel's job. ``in_process_launcher``: the task runs this installation's launcher
+    module with this interpreter (local backend); otherwise the launcher's source runs with
+    the image's ``python`` (a pod)."""
+    if in_process_launcher:
+        launcher = f"{sys.executable} -m jupyter_pai.kernels.launcher"
+    else:
+        launcher = inline_command(python)
+    # The key goes in as an assignment bash makes (never an argument) from the job's
+    # Secret; the launcher removes it from the environment the kernel sees.
+    command = f'{KEY_VARIABLE}="<% $secrets.{SECRET} %>" exec {launcher} --idle-seconds {request.idle_seconds:g}'
+    resources: dict[str, Any] = {"gpu": request.gpus, "ports": {PORT_LABEL: len(PORT_NAMES)}}
+    if request.cpu is not None:
+        resources["cpu"] = request.cpu
+    if request.memory_mb is not None:
+        resources["memoryMB"] = request.memory_mb
+    role: dict[str, Any] = {"instances": 1, "resourcePerInstance": resources, "commands": [command]}
+    doc: dict[str, Any] = {
+        "protocolVersion": 2,
+        "name": name,
+        "type": "job",
+        "description": f"remote kernel: {request.gpus} GPU(s) in VC {request.virtual_cluster}",
+        "secrets": {SECRET: key},
+        "defaults": {"virtualCluster": request.virtual_cluster},
+        "extras": {
+            "jupyterPaiKind": "kernel",
+            "storages": [{"name": s} for s in request.storages],
+        },
+        "taskRoles": {ROLE: role},
+    }
+    if image_uri:
+        doc["prerequisites"] = [{"type": "dockerimage", "name": "image", "uri": image_uri}]
+        role["dockerImage"] = "image"
+    return JobProtocol.model_validate(doc)

@@ -1,0 +1,188 @@
+"""The in-task (in-pod) kernel launcher: ``python -m jupyter_pai.kernels.launcher``.
+
+It runs as the kernel job's only task and owns the job's life: it starts ipykernel on the
+ports the job holds (label ``kernel``: shell, iopub, stdin, control, hb, then its own
+control port), restarts it when the Jupyter server asks (the job and its GPUs stay), and
+ends — freeing the GPUs — when told to, when stopped, or when no Jupyter server has
+contacted it for ``--idle-seconds`` (a server that died strands no GPU).
+
+Self-contained on purpose: it imports only the standard library, pyzmq and
+jupyter_client (both come with ipykernel), so on Kubernetes any image with Python and
+ipykernel runs it, shipped as source in the command (:func:`inline_command`).
+
+The connection key comes from ``JUPYTER_PAI_KERNEL_KEY`` (the job's Secret), is removed
+from the environment the kernel sees, and reaches ipykernel in a 0600 connection file:
+never in an argument list. Requests on the control port are HMAC-signed with the same key
+(jupyter_client's Session), so only the server holding the key can restart or end it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+KEY_VARIABLE = "JUPYTER_PAI_KERNEL_KEY"
+PORT_LABEL = "kernel"
+#: Order of the ports the job holds under :data:`PORT_LABEL`.
+PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port", "launcher")
+STOP_GRACE_SECONDS = 3.0
+
+
+def log(text: str) -> None:
+    print(f"[jupyter-pai kernel launcher] {text}", file=sys.stderr, flush=True)
+
+
+def job_ports() -> list[int]:
+    """The ports of label ``kernel`` from OpenPAI's ``PAI_CONTAINER_HOST_PORT_LIST``."""
+    text = os.environ.get("PAI_CONTAINER_HOST_PORT_LIST", "")
+    for item in text.split(";"):
+        label, _, numbers = item.partition(":")
+        if label == PORT_LABEL:
+            ports = [int(n) for n in numbers.split(",") if n.strip().isdigit()]
+            if len(ports) == len(PORT_NAMES):
+                return ports
+    raise SystemExit(f"the job holds no {len(PORT_NAMES)} ports labelled {PORT_LABEL!r}")
+
+
+def bind_address() -> str:
+    """Where ipykernel listens: the pod IP where it is a loopback address (the test
+    cluster's pods share one network), else every interface, so both the API server's
+    port-forward (which connects to localhost in the pod) and the pod IP reach it."""
+    ip = os.environ.get("PAI_CURRENT_CONTAINER_IP") or "127.0.0.1"
+    return ip if ip.startswith("127.") else "0.0.0.0"
+
+
+class Launcher:
+    def __init__(self, key: str, ip: str, ports: list[int], idle_seconds: float) -> None:
+        self.key = key
+        self.ip = ip
+        self.ports = dict(zip(PORT_NAMES, ports, strict=True))
+        self.idle_seconds = idle_seconds
+        self.kernel: subprocess.Popen[bytes] | None = None
+        self.stopping = False
+        self.folder = tempfile.mkdtemp(prefix="pai-kernel-")  # 0700
+        self.connection_file = os.path.join(self.folder, "kernel.json")
+        self._write_connection_file()
+
+    def _write_connection_file(self) -> None:
+        info: dict[str, Any] = {
+            name: port for name, port in self.ports.items() if name != "launcher"
+        }
+        info.update(ip=self.ip, key=self.key, transport="tcp", signature_scheme="hmac-sha256")
+        fd = os.open(self.connection_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(info, f)
+
+    def start_kernel(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != KEY_VARIABLE}
+        # ipykernel ends itself when this process is gone, even if it was SIGKILLed.
+        env["JPY_PARENT_PID"] = str(os.getpid())
+        cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+        # Its own process group, so a signal reaches what the kernel started too.
+        self.kernel = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        log(f"ipykernel started (pid {self.kernel.pid}) on {self.ip}")
+
+    def signal_kernel(self, signum: int) -> None:
+        if self.kernel is not None and self.kernel.poll() is None:
+            try:
+                os.killpg(self.kernel.pid, signum)
+            except OSError:
+                self.kernel.send_signal(signum)
+
+    def stop_kernel(self) -> None:
+        if self.kernel is None or self.kernel.poll() is not None:
+            return
+        self.signal_kernel(signal.SIGTERM)
+        try:
+            self.kernel.wait(STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.signal_kernel(signal.SIGKILL)
+            self.kernel.wait()
+
+    def exit_code(self) -> int | None:
+        return None if self.kernel is None else self.kernel.poll()
+
+    def handle(self, msg_type: str, content: dict[str, Any]) -> dict[str, Any]:
+        if msg_type == "signal":
+            self.signal_kernel(int(content["signum"]))
+        elif msg_type == "start" and self.exit_code() is not None:
+            self.start_kernel()
+        elif msg_type == "end":
+            self.stopping = True
+        return {"exit_code": self.exit_code(), "pid": self.kernel.pid if self.kernel else None}
+
+    def serve(self) -> int:
+        import zmq
+        from jupyter_client.session import Session
+
+        session = Session(key=self.key.encode(), signature_scheme="hmac-sha256")
+        context = zmq.Context()
+        sock = context.socket(zmq.ROUTER)
+        sock.linger = 0
+        sock.bind(f"tcp://{self.ip}:{self.ports['launcher']}")
+        last_contact = time.monotonic()
+        try:
+            while not self.stopping:
+                if sock.poll(200):
+                    try:
+                        idents, msg = session.feed_identities(sock.recv_multipart(), copy=True)
+                        request = session.deserialize(msg, content=True, copy=True)
+                    except Exception as error:  # bad signature, replay, garbage: ignore it
+                        log(f"refused a control message: {type(error).__name__}")
+                        continue
+                    last_contact = time.monotonic()
+                    reply = self.handle(request["header"]["msg_type"], request["content"])
+                    session.send(sock, "reply", reply, parent=request, ident=idents)
+                elif time.monotonic() - last_contact > self.idle_seconds:
+                    log(
+                        f"no Jupyter server has contacted this kernel for {self.idle_seconds:g} s: "
+                        "ending it, which frees its GPUs"
+                    )
+                    break
+        finally:
+            self.stop_kernel()
+            sock.close()
+            context.term()
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="jupyter_pai.kernels.launcher")
+    parser.add_argument("--idle-seconds", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    key = os.environ.pop(KEY_VARIABLE, "")
+    if not key:
+        raise SystemExit(f"{KEY_VARIABLE} is not set (the kernel job's Secret)")
+    launcher = Launcher(key, bind_address(), job_ports(), args.idle_seconds)
+
+    def on_term(signum: int, frame: object) -> None:
+        launcher.stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the kernel only
+    launcher.start_kernel()
+    return launcher.serve()
+
+
+def inline_command(python: str = "python3") -> str:
+    """A shell command that runs this file's source with ``python`` where jupyter-pai is
+    not installed (any image with Python and ipykernel)."""
+    import base64
+    from pathlib import Path
+
+    source = base64.b64encode(Path(__file__).read_bytes()).decode()
+    boot = f"import base64;exec(compile(base64.b64decode('{source}'),'pai-kernel-launcher','exec'))"
+    return f'{python} -c "{boot}"'
+
+
+if __name__ == "__main__":
+    sys.exit(main())
