@@ -24,7 +24,6 @@ backend directly or a server.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import os
 import time
 import warnings
@@ -53,6 +52,7 @@ from ..backends.models import (
 from ..errors import FieldError, SpecError
 from ..spec.protocol import JobProtocol
 from .connection import BackendConnection, Connection, JobSource
+from .follow import TaskLine, decode, decode_async, follow_job, follow_task
 from .loop import LoopThread
 from .rest import RestConnection
 
@@ -180,11 +180,16 @@ class Job:
         ``follow=True`` returns an iterator of text pieces as the task writes them, which
         ends when the task ends; ``tail`` = only the last N lines; ``attempt`` = an earlier
         attempt's log (0 = the first)."""
-        query = LogQuery(role=role, index=index, follow=follow, tail=tail, attempt=attempt)
-        chunks = self.client._connection.logs(self.id, query)
         if follow:
-            return _decode(self.client._loop.iterate(chunks))
-        return self.client._run(_read_all(chunks))
+            chunks = follow_task(self.client._connection, self.id, role, index, tail=tail)
+            return decode(self.client._loop.iterate(chunks))
+        query = LogQuery(role=role, index=index, tail=tail, attempt=attempt)
+        return self.client._run(_read_all(self.client._connection.logs(self.id, query)))
+
+    def output(self) -> Iterator[TaskLine]:
+        """Every task's output as it is written, line by line, each labelled by its task
+        (``line.role``, ``line.index``, ``line.task``), until every task has ended."""
+        return self.client._loop.iterate(follow_job(self.client._connection, self.id))
 
     def stop(self) -> JobDetail:
         """Stop the job: every task gets SIGTERM (then SIGKILL after the grace period); it
@@ -220,10 +225,16 @@ class Job:
         self, role: str | None = None, index: int = 0, *, tail: int | None = None
     ) -> AsyncIterator[str]:
         """``logs(follow=True)`` for a caller in an event loop: ``async for text in …``."""
-        query = LogQuery(role=role, index=index, follow=True, tail=tail)
-        chunks = self.client._loop.iterate_async(self.client._connection.logs(self.id, query))
-        async for text in _decode_async(chunks):
+        chunks = follow_task(self.client._connection, self.id, role, index, tail=tail)
+        async for text in decode_async(self.client._loop.iterate_async(chunks)):
             yield text
+
+    async def output_async(self) -> AsyncIterator[TaskLine]:
+        """:meth:`output` for a caller in an event loop."""
+        async for line in self.client._loop.iterate_async(
+            follow_job(self.client._connection, self.id)
+        ):
+            yield line
 
     async def stop_async(self) -> JobDetail:
         return await self.client._loop.run_async(self._stop())
@@ -467,26 +478,3 @@ def _filter(
 
 async def _read_all(chunks: AsyncIterator[bytes]) -> str:
     return b"".join([c async for c in chunks]).decode("utf-8", errors="replace")
-
-
-def _decode(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Text from byte chunks, never splitting a UTF-8 character between two pieces."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for chunk in chunks:
-        text = decoder.decode(chunk)
-        if text:
-            yield text
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail
-
-
-async def _decode_async(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    async for chunk in chunks:
-        text = decoder.decode(chunk)
-        if text:
-            yield text
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail
