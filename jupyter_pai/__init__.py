@@ -25,6 +25,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'jupyter_pai' has no attribute {name!r}")
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_pai``: the ``%pai`` and ``%%pai run`` magics."""
+    from .notebook.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-pai"}]
 

@@ -54,6 +54,7 @@ from ..spec.protocol import JobProtocol
 from .connection import BackendConnection, Connection, JobSource
 from .follow import TaskLine, decode, decode_async, follow_job, follow_task
 from .loop import LoopThread
+from .outcome import TAIL_LINES, FailedTask, JobFailed, failed_tasks
 from .rest import RestConnection
 
 #: What :meth:`Client.submit` takes: a job file's path, YAML/JSON text, the document as a
@@ -138,11 +139,11 @@ class Job:
         """Read the job again; returns (and keeps) its detail."""
         return self.client._run(self._refresh())
 
-    def wait(self, timeout: float | None = None) -> JobDetail:
+    def wait(self, timeout: float | None = None, *, check: bool = False) -> JobDetail:
         """Block until the job has ended (SUCCEEDED, FAILED or STOPPED) and return its
         detail; ``TimeoutError`` after ``timeout`` seconds. Ctrl-C stops waiting, not the
-        job."""
-        return self.client._run(self._wait(timeout))
+        job. ``check=True``: raise :class:`~.outcome.JobFailed` unless it SUCCEEDED."""
+        return self.client._run(self._wait(timeout, check))
 
     @overload
     def logs(
@@ -205,8 +206,8 @@ class Job:
     async def refresh_async(self) -> JobDetail:
         return await self.client._loop.run_async(self._refresh())
 
-    async def wait_async(self, timeout: float | None = None) -> JobDetail:
-        return await self.client._loop.run_async(self._wait(timeout))
+    async def wait_async(self, timeout: float | None = None, *, check: bool = False) -> JobDetail:
+        return await self.client._loop.run_async(self._wait(timeout, check))
 
     async def logs_async(
         self,
@@ -252,7 +253,7 @@ class Job:
         self.detail = await self.client._connection.stop_job(self.id)
         return self.detail
 
-    async def _wait(self, timeout: float | None) -> JobDetail:
+    async def _wait(self, timeout: float | None, check: bool = False) -> JobDetail:
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = FIRST_POLL
         while not (await self._refresh()).state.terminal:
@@ -263,7 +264,18 @@ class Job:
             left = MAX_POLL if deadline is None else max(0.0, deadline - time.monotonic())
             await asyncio.sleep(min(pause, left))
             pause = min(pause * 1.5, MAX_POLL)
+        if check and self.detail.state is not JobState.SUCCEEDED:
+            raise await self._failure()
         return self.detail
+
+    async def _failure(self) -> JobFailed:
+        """The ended job's outcome with each failed task's last lines."""
+        tasks = []
+        for role, index, code, reason in failed_tasks(self.detail):
+            query = LogQuery(role=role, index=index, tail=TAIL_LINES)
+            text = await _read_all(self.client._connection.logs(self.id, query))
+            tasks.append(FailedTask(f"{role}-{index}", code, reason, text.splitlines()))
+        return JobFailed(self.detail, tasks)
 
 
 class Client:

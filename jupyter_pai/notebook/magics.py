@@ -1,0 +1,198 @@
+"""``%load_ext jupyter_pai``: the ``%pai`` line magic and the ``%%pai run`` cell magic.
+
+The magics are a thin shell over :class:`~jupyter_pai.Client` (the backend configured for
+this machine, as ``jupyter pai`` uses it); tables are printed as the CLI prints them."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any, NoReturn
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from .. import cli
+from ..backends.models import JobState
+from .cellrun import CellOptions, run_cell
+from .client import Client, Job
+
+HELP = """\
+%pai jobs [--state S] [--vc V] [--keyword K]   your jobs, newest first
+%pai vcs                                       virtual clusters: GPUs used, free, queued
+%pai images                                    the image catalogue
+%pai show ID                                   a job's detail and tasks
+%pai logs ID [--role R] [--index I] [--tail N] [-f]
+                                               a task's log (-f: follow until it ends)
+%pai stop ID                                   stop a job
+%pai submit FILE [--param K=V]... [--vc V] [--name N] [--wait]
+                                               submit a job file; returns the Job
+
+%%pai run [--vc V] [--gpus N] [--instances M] [--image I] [--name NAME] [--detach]
+    Run this cell's code as a job: every instance runs the cell as a Python file with
+    the job's environment (RANK, WORLD_SIZE, MASTER_ADDR, PAI_*, CUDA_VISIBLE_DEVICES).
+    Each task's output streams here as it is written, each line labelled [role-index];
+    the cell ends with the job's outcome (a failed job raises JobFailed with the failing
+    task's last lines). Interrupting the cell stops the job. --detach submits and returns
+    the Job at once.
+    The cell runs in the job's processes, not in this kernel: variables it defines are
+    the job's, not the notebook's, and it cannot see the notebook's variables either —
+    pass data through files or storage.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a mistake as a UsageError instead of exiting the kernel."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}\n\n{HELP}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise UsageError(message or HELP)
+
+
+def line_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="%pai", add_help=False)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("jobs", add_help=False)
+    p.add_argument("--state", action="append")
+    p.add_argument("--vc")
+    p.add_argument("--keyword")
+    sub.add_parser("vcs", add_help=False)
+    sub.add_parser("images", add_help=False)
+    sub.add_parser("help", add_help=False)
+    for name in ("show", "stop"):
+        sub.add_parser(name, add_help=False).add_argument("id")
+    p = sub.add_parser("logs", add_help=False)
+    p.add_argument("id")
+    p.add_argument("--role")
+    p.add_argument("--index", type=int, default=0)
+    p.add_argument("--tail", type=int)
+    p.add_argument("-f", "--follow", action="store_true")
+    p = sub.add_parser("submit", add_help=False)
+    p.add_argument("file")
+    p.add_argument("--param", action="append", default=[], metavar="K=V")
+    p.add_argument("--vc")
+    p.add_argument("--name")
+    p.add_argument("--wait", action="store_true")
+    return parser
+
+
+def cell_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="%%pai run", add_help=False)
+    parser.add_argument("command", choices=["run"])
+    parser.add_argument("--vc")
+    parser.add_argument("--gpus", type=int, default=0)
+    parser.add_argument("--instances", type=int, default=1)
+    parser.add_argument("--image")
+    parser.add_argument("--name")
+    parser.add_argument("--detach", action="store_true")
+    return parser
+
+
+def write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+@magics_class
+class PAIMagics(Magics):
+    """``%pai …`` and ``%%pai run …``."""
+
+    def __init__(self, shell: Any, client: Client | None = None) -> None:
+        super().__init__(shell)
+        self._client = client
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    @line_cell_magic
+    def pai(self, line: str, cell: str | None = None) -> Any:
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"%pai: {exc}") from None
+        if cell is not None:
+            return self.run(cell_parser().parse_args(words), cell)
+        if not words or words[0] in ("help", "-h", "--help"):
+            print(HELP)
+            return None
+        args = line_parser().parse_args(words)
+        return getattr(self, f"do_{args.command}")(args)
+
+    def run(self, args: argparse.Namespace, cell: str) -> Job | None:
+        options = CellOptions(
+            vc=args.vc,
+            gpus=args.gpus,
+            instances=args.instances,
+            image=args.image,
+            name=args.name,
+            detach=args.detach,
+        )
+        return run_cell(self.client, cell, options, write)
+
+    def do_jobs(self, args: argparse.Namespace) -> None:
+        states = [s for v in args.state or [] for s in v.split(",") if s] or None
+        found = self.client.jobs(state=states, vc=args.vc, keyword=args.keyword)
+        if not found:
+            print("no jobs")
+            return
+        rows = [["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]]
+        cli.print_table(rows + [cli.job_row(j) for j in found])
+
+    def do_vcs(self, args: argparse.Namespace) -> None:
+        rows = [["VC", "GPUS USED", "GPUS FREE", "GPUS TOTAL", "RUNNING", "QUEUED"]]
+        for vc in self.client.vcs():
+            rows.append(
+                [
+                    vc.name,
+                    str(vc.used.gpu),
+                    str(vc.free.gpu),
+                    str(vc.capacity.gpu),
+                    str(vc.running_jobs),
+                    str(vc.queued_jobs),
+                ]
+            )
+        cli.print_table(rows)
+
+    def do_images(self, args: argparse.Namespace) -> None:
+        rows = [["NAME", "URI", "GPU", "DESCRIPTION"]]
+        for image in self.client.images():
+            rows.append(
+                [image.name, image.uri, "yes" if image.gpu else "no", image.description or ""]
+            )
+        cli.print_table(rows)
+
+    def do_show(self, args: argparse.Namespace) -> None:
+        cli.print_detail(self.client.job(args.id).detail)
+
+    def do_logs(self, args: argparse.Namespace) -> None:
+        job = self.client.job(args.id)
+        if args.follow:
+            for text in job.logs(args.role, args.index, follow=True, tail=args.tail):
+                write(text)
+        else:
+            write(job.logs(args.role, args.index, tail=args.tail))
+
+    def do_stop(self, args: argparse.Namespace) -> None:
+        detail = self.client.job(args.id).stop()
+        print(f"{detail.id}: {detail.state.value}")
+
+    def do_submit(self, args: argparse.Namespace) -> Job:
+        params = cli.parse_params(args.param)
+        job = self.client.submit(args.file, params, vc=args.vc, name=args.name)
+        print(f"submitted {job.id} ({job.detail.state.value})")
+        if args.wait:
+            detail = job.wait(check=False)
+            print(f"{job.id}: {detail.state.value}")
+            if detail.state is not JobState.SUCCEEDED:
+                job.wait(check=True)
+        return job
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(PAIMagics(ipython))
