@@ -14,6 +14,9 @@ from pathlib import Path
 from ..spec.render import HIDDEN, redact
 
 CHUNK = 64 * 1024
+# A follower polls fast when the log has just moved (or not started yet: a cell's first line
+# should show at once) and backs off to FOLLOW_POLL_SECONDS while it stays quiet.
+FIRST_POLL_SECONDS = 0.02
 FOLLOW_POLL_SECONDS = 0.25
 
 
@@ -54,10 +57,13 @@ async def stream_file(
     """Yield the file's bytes from ``offset``; with ``follow``, keep yielding until
     ``finished()`` says the writer is done and everything written has been sent."""
     pending = b""  # an incomplete last line, held back only when secrets must be redacted
+    pause = FIRST_POLL_SECONDS
     while follow and not await asyncio.to_thread(path.exists):
         if finished is not None and await finished():
             return
-        await asyncio.sleep(FOLLOW_POLL_SECONDS)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, FOLLOW_POLL_SECONDS)
+    pause = FIRST_POLL_SECONDS
     if not await asyncio.to_thread(path.exists):
         return
     suffix = b""
@@ -86,6 +92,7 @@ async def stream_file(
                     data = _redact(data, secrets)
                 if data:
                     yield data
+                pause = FIRST_POLL_SECONDS
                 continue
             if not follow or (remaining is not None and remaining <= 0):
                 break
@@ -100,7 +107,8 @@ async def stream_file(
                 if tail:
                     pending += tail
                 break
-            await asyncio.sleep(FOLLOW_POLL_SECONDS)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, FOLLOW_POLL_SECONDS)
         if pending:
             yield _redact(pending, secrets or [])
         if suffix:
