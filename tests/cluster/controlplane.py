@@ -131,6 +131,13 @@ class ControlPlane:
         if self.directory.exists():
             from . import hostsfile
 
+            keep = os.environ.get("JUPYTER_PAI_TEST_KEEP_LOGS")
+            if (
+                keep and (self.directory / "logs").is_dir()
+            ):  # the components' logs outlive the cluster, for a failure's diagnosis
+                target = Path(keep) / self.directory.name
+                shutil.copytree(self.directory / "logs", target, dirs_exist_ok=True)
+
             hostsfile.remove_block(hostsfile.marker(self.directory))
             shutil.rmtree(self.directory, ignore_errors=True)
 

@@ -45,20 +45,8 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClust
         yield cluster
 
 
-@pytest.fixture(
-    params=[
-        "native",
-        pytest.param(
-            "volcano",
-            marks=pytest.mark.skip(
-                reason="after the restart vc-scheduler leaves the vcjob created then with its "
-                "PodGroup Pending (0/0 tasks, no pods) for over 120 s (issue 9 part 2)"
-            ),
-        ),
-    ]
-)
+@pytest.fixture(params=["native", "volcano"])
 def flavor(request: pytest.FixtureRequest) -> str:
-    """Per flavour as elsewhere, but volcano not yet: see the skip reason."""
     return str(request.param)
 
 

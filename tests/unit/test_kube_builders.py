@@ -123,7 +123,8 @@ def test_volcano_sets_what_the_webhook_would_default() -> None:
 def test_volcano_without_gang_and_without_retries() -> None:
     text = TWO_ROLES.replace("jobRetryCount: 2", "jobRetryCount: 0") + "  gangAllocation: false\n"
     spec = _build("volcano", _job(text)).primary_object["spec"]
-    assert spec["minAvailable"] == 1 and spec["maxRetry"] == 0
+    # No retry of the job: failures terminate it, preemptions restart it however often.
+    assert spec["minAvailable"] == 1 and spec["maxRetry"] == 2**31 - 1
     assert [t["minAvailable"] for t in spec["tasks"]] == [1, 1]
     assert {"event": "PodFailed", "action": "TerminateJob"} in spec["tasks"][0]["policies"]
 

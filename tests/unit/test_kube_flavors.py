@@ -17,6 +17,7 @@ from jupyter_pai.backends.kubernetes.resources import (
     PRIORITY_CLASS,
     RESOURCE_QUOTA,
     VOLCANO_COMMAND,
+    VOLCANO_POD_GROUP,
     VOLCANO_QUEUE,
     Kind,
 )
@@ -194,3 +195,39 @@ def test_stop_steps_per_flavour() -> None:
     (kueue,) = flavor("kueue").stop_steps(primary, NAMES)
     assert (kueue.op, kueue.kind, kueue.body) == ("patch", JOBSET, {"spec": {"suspend": True}})
     assert [s.op for s in flavor("hived").stop_steps(primary, NAMES)] == ["delete_pods"]
+
+
+@pytest.mark.parametrize("name", sorted(FLAVORS))
+def test_a_job_whose_controller_missed_its_pod_group_admission_is_prompted(name: str) -> None:
+    """Volcano's job controller ignores a PodGroup that reaches Inqueue while its watch is
+    down; such a job (Pending, PodGroup admitted, no pods) gets a SyncJob command. Other
+    flavours never report a missed event."""
+    f = flavor(name)
+    primary = {
+        "apiVersion": f.primary_kind.api_version,
+        "kind": f.primary_kind.kind,
+        "metadata": {"name": NAMES.base, "uid": "u1"},
+        "status": {"state": {"phase": "Pending"}},
+    }
+    group = {"metadata": {"name": "pg"}, "status": {"phase": "Inqueue"}}
+    related = {VOLCANO_POD_GROUP: [group]}
+    pending = {**group, "status": {"phase": "Pending"}}
+    if name != "volcano":
+        assert not f.missed_event(primary, related, 0)
+        assert f.resync_steps(primary, NAMES) == []
+        return
+    assert f.missed_event(primary, related, 0)
+    assert not f.missed_event(primary, related, 1)  # its pods exist
+    assert not f.missed_event(primary, {VOLCANO_POD_GROUP: [pending]}, 0)  # not admitted
+    running = {**primary, "status": {"state": {"phase": "Running"}}}
+    assert not f.missed_event(running, related, 0)
+    [step] = f.resync_steps(primary, NAMES)
+    assert (step.op, step.kind) == ("create", VOLCANO_COMMAND)
+    assert step.body["action"] == "SyncJob"
+    assert step.body["target"] == {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": NAMES.base,
+        "uid": "u1",
+        "controller": True,
+    }

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jupyter_pai.backends.kubernetes.naming import ANN_OUTCOME, ANN_STOP, make_names
+from jupyter_pai.backends.kubernetes.naming import (
+    ANN_OUTCOME,
+    ANN_POD_CREATED,
+    ANN_STOP,
+    make_names,
+)
 from jupyter_pai.backends.kubernetes.states import VcUsage, job_view, waiting_reason
 from jupyter_pai.backends.models import JobState, TaskState
 from jupyter_pai.spec import parse_job
@@ -196,3 +201,31 @@ def test_events_since_compare_times_not_text() -> None:
         undated,
     ]
     assert events_since([earlier], None) == [earlier]
+
+
+def _archive(role: str, index: int, created: str) -> Any:
+    meta = {"name": f"log-{role}-{index}-{created}", "annotations": {ANN_POD_CREATED: created}}
+    return (role, index, {"metadata": meta})
+
+
+def test_kept_logs_of_evicted_pods_are_attempts_not_spent_retries() -> None:
+    """Two evictions of worker 0 kept its logs (oldest first); then a failure: within
+    taskRetryCount 1 the task is still retried, since evictions are not failures."""
+    primary = {"metadata": {"annotations": {}}, "status": {}}
+    v = job_view(
+        JOB,
+        NAMES,
+        primary,
+        [pod("ps", 0, "Running"), pod("worker", 0, "Failed", code=3), pod("worker", 1, "Running")],
+        archives=[
+            _archive("worker", 0, "2024-01-01T00:00:02Z"),
+            _archive("worker", 0, "2024-01-01T00:00:01Z"),
+        ],
+    )
+    w0 = v.tasks[1]
+    assert w0.archived_logs == [
+        "log-worker-0-2024-01-01T00:00:01Z",
+        "log-worker-0-2024-01-01T00:00:02Z",
+    ]
+    assert w0.retries == 2 and w0.state == TaskState.WAITING
+    assert v.tasks[2].archived_logs == [] and v.tasks[2].retries == 0

@@ -34,6 +34,7 @@ from .flavors import FLAVORS, Flavor
 from .joblifecycle import JobLifecycle
 from .jobssh import add_job_key, generate_key_pair, needs_job_key
 from .jobviews import JobViews, detail
+from .logarchive import LogArchiver
 from .logs import task_log
 from .naming import make_names
 from .pods import PodOptions
@@ -134,7 +135,9 @@ class KubernetesBackend(Backend):
         self.lifecycle = JobLifecycle(self.views, self._rest, self.log)
         # Every view derived (on a watch event or a read) may end a job the completion
         # policy decided, where the scheduler does not.
-        self.views.on_view = self.lifecycle.end_if_decided
+        self.views.on_view = self.lifecycle.look
+        # Evicted attempts' logs, kept in the cluster before their pods go.
+        self.archiver = LogArchiver(self.views, self._rest, self.log)
         self.rest: Rest | None = None
         self._api: Any = None
         self.helpers: HelperPods | None = None
@@ -146,6 +149,7 @@ class KubernetesBackend(Backend):
         self.rest = Rest(self._api, timeout=self.request_timeout)
         self.views.watch(self.rest, claims_selector=self.storage_label_selector or None)
         self.lifecycle.watch_endings()
+        self.archiver.watch()
         self.cache.start()
         self.helpers = HelperPods(
             self.rest,
@@ -159,6 +163,7 @@ class KubernetesBackend(Backend):
 
     async def close(self) -> None:
         await self.lifecycle.drain()  # an ending started here is finished, not cut short
+        await self.archiver.drain()
         if self.helpers is not None:
             await self.helpers.close()  # no helper pod outlives the server
         await self.cache.stop()

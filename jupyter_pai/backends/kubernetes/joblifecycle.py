@@ -27,6 +27,9 @@ from .resources import POD, kind_of
 from .rest import ApiError, Obj, Rest, path, typed
 from .states import JobView, now
 
+#: How long a job may look forgotten by its controller before it is prompted.
+RESYNC_SECONDS = 10.0
+
 
 def _owner(obj: Obj) -> dict[str, Any]:
     return {
@@ -56,6 +59,10 @@ class JobLifecycle:
         self._changed: set[str] = set()
         self._wake = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
+        # Jobs seen waiting on a controller that missed an event → when (monotonic), and
+        # when they were last prompted (at most once per RESYNC_SECONDS each).
+        self._stuck: dict[str, float] = {}
+        self._prompted: dict[str, float] = {}
 
     # -- submission ------------------------------------------------------------------------
 
@@ -184,6 +191,53 @@ class JobLifecycle:
                 query={"labelSelector": f"{OWNED},{LABEL_JOB}={names.base}"},
             )
 
+    def look(self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> None:
+        """What a running backend does for every job view it derives."""
+        self.end_if_decided(primary, job, names, view)
+        self.resync_if_stuck(primary, names, view)
+
+    def resync_if_stuck(self, primary: Obj, names: JobNames, view: JobView) -> None:
+        """A job the scheduler's controller has evidently forgotten (``Flavor.missed_event``)
+        for RESYNC_SECONDS — not just a moment before it acts — is prompted to look again."""
+        stuck = view.state == JobState.WAITING and self.flavor.missed_event(
+            primary, self.views.related(names, primary), len(self.views.pods(names))
+        )
+        if not stuck:
+            self._stuck.pop(names.job_id, None)
+            return
+        loop = asyncio.get_running_loop()
+        if names.job_id not in self._stuck:
+            self._stuck[names.job_id] = loop.time()
+            # Look again then, whether or not anything changes by then.
+            loop.call_later(RESYNC_SECONDS, self._primary_changed, primary)
+            return
+        if loop.time() - self._stuck[names.job_id] < RESYNC_SECONDS:
+            return
+        if loop.time() - self._prompted.get(names.job_id, -RESYNC_SECONDS) < RESYNC_SECONDS:
+            return
+        try:
+            rest = self.rest()
+        except Unavailable:
+            return
+        self._prompted[names.job_id] = loop.time()
+        self._stuck.pop(names.job_id, None)
+        task = loop.create_task(self._resync(rest, primary, names))
+        self._endings.add(task)
+        task.add_done_callback(self._endings.discard)
+
+    async def _resync(self, rest: Rest, primary: Obj, names: JobNames) -> None:
+        try:
+            for step in self.flavor.resync_steps(primary, names):
+                await self._run_step(rest, step, names)
+            self.log.warning(
+                "jupyter-pai: job %s waited %ss with its pod group admitted and no pods; "
+                "prompted the scheduler's controller",
+                names.job_id,
+                RESYNC_SECONDS,
+            )
+        except Exception:
+            self.log.exception("jupyter-pai: prompting job %s failed", names.job_id)
+
     def end_if_decided(
         self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView
     ) -> None:
@@ -262,7 +316,7 @@ class JobLifecycle:
                 if primary is None:
                     continue
                 try:
-                    self.views.view(primary)  # its hook is end_if_decided
+                    self.views.view(primary)  # its hook is look
                 except (KeyError, ValueError):
                     continue  # not one of ours, or written by an incompatible version
                 except Exception:

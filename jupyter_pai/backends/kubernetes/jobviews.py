@@ -27,13 +27,16 @@ from .flavors import Flavor
 from .naming import (
     ANN_JOB_ID,
     ANN_SPEC,
+    LABEL_ARCHIVED,
+    LABEL_INDEX,
     LABEL_JOB,
     LABEL_MANAGED_BY,
     LABEL_PRIMARY,
+    LABEL_ROLE,
     MANAGED_BY,
     JobNames,
 )
-from .resources import EVENT, POD, PVC, Kind
+from .resources import CONFIG_MAP, EVENT, POD, PVC, Kind
 from .rest import Obj, Rest
 from .states import JobView, job_view, now, parse_time
 from .watch import Reflector, WatchCache
@@ -67,7 +70,7 @@ class JobViews:
     """The watch cache of one namespace's jobs, and their views derived from it."""
 
     # Reflectors a waiting reason does not read (the job's own pods are in its key anyway).
-    _NOT_WAITING_INPUTS = frozenset(("primary", "pods", "claims"))
+    _NOT_WAITING_INPUTS = frozenset(("primary", "pods", "claims", "archives"))
 
     def __init__(self, flavor: Flavor, namespace: str) -> None:
         self.flavor = flavor
@@ -119,6 +122,16 @@ class JobViews:
         for kind in flavor.cluster_kinds:
             self._add(kind, Reflector(rest, kind, None))
         self.cache.add("claims", Reflector(rest, PVC, ns, label_selector=claims_selector))
+        self.cache.add(
+            "archives",
+            Reflector(
+                rest,
+                CONFIG_MAP,
+                ns,
+                label_selector=f"{OWNED},{LABEL_ARCHIVED}=true",
+                index=lambda o: [o["metadata"].get("labels", {}).get(LABEL_JOB, "")],
+            ),
+        )
 
     def _add(self, kind: Kind, reflector: Reflector) -> None:
         name = kind.plural if kind.plural not in self.cache.reflectors else kind.kind
@@ -147,7 +160,16 @@ class JobViews:
     def pods(self, names: JobNames) -> list[tuple[str | None, int | None, Obj]]:
         return [(*self.flavor.role_index(p), p) for p in self.cache["pods"].by_index(names.base)]
 
-    def _related(self, names: JobNames, primary: Obj) -> dict[Kind, list[Obj]]:
+    def archives(self, names: JobNames) -> list[tuple[str | None, int | None, Obj]]:
+        """The kept logs of the job's evicted attempts, by (role slug, index) as labelled."""
+        out: list[tuple[str | None, int | None, Obj]] = []
+        for archive in self.cache["archives"].by_index(names.base):
+            labels = archive["metadata"].get("labels") or {}
+            index = labels.get(LABEL_INDEX, "")
+            out.append((labels.get(LABEL_ROLE), int(index) if index.isdigit() else None, archive))
+        return out
+
+    def related(self, names: JobNames, primary: Obj) -> dict[Kind, list[Obj]]:
         """The job's objects of the flavour's namespaced kinds: labelled with it or owned."""
         out = {}
         for kind in (*self.flavor.extra_kinds, *self.flavor.foreign_kinds):
@@ -177,7 +199,7 @@ class JobViews:
             if role is not None
         }
         out = []
-        for e in self._events(names, primary, self._related(names, primary)):
+        for e in self._events(names, primary, self.related(names, primary)):
             when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
             if not when:
                 when = e["metadata"].get("creationTimestamp")
@@ -208,6 +230,7 @@ class JobViews:
         key: tuple[Any, ...] = (
             primary["metadata"].get("resourceVersion"),
             self.cache["pods"].index_version(names.base),
+            self.cache["archives"].index_version(names.base),
         )
         if waiting:
             key += inputs if inputs is not None else self._waiting_inputs()
@@ -225,9 +248,9 @@ class JobViews:
         else:
             job = JobProtocol.model_validate(json.loads(meta["annotations"][ANN_SPEC]))
             names = JobNames.from_annotations(meta["annotations"])
-        view = job_view(job, names, primary, self.pods(names))
+        view = job_view(job, names, primary, self.pods(names), archives=self.archives(names))
         if view.state == JobState.WAITING:
-            related = self._related(names, primary)
+            related = self.related(names, primary)
             caps = self.virtual_cluster_caps() or {}
             view.waiting_reason = self.flavor.waiting_reason(
                 job,
@@ -325,6 +348,7 @@ def summary(primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> J
         state=view.state,
         sub_state=view.sub_state,
         virtual_cluster=job.virtual_cluster,
+        kind=job.extras.kind,
         retries=view.retries,
         submission_time=primary["metadata"].get("creationTimestamp") or now(),
         launched_time=view.launched,

@@ -16,7 +16,7 @@ from ...spec.render import MIN_SEARCHED_SECRET, redact
 from ..base import LogQuery, LogStream
 from .jobssh import needs_job_key
 from .naming import JobNames
-from .resources import SECRET
+from .resources import CONFIG_MAP, SECRET
 from .rest import ApiError, Rest, path, typed
 from .states import JobView, Task
 
@@ -35,6 +35,13 @@ async def task_log(
     task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
     if task is None:
         raise NotFound(f"job {job_id} has no task {role}-{query.index}")
+    if query.attempt is not None and 0 <= query.attempt < len(task.archived_logs):
+        try:
+            archive = await rest.get(path(CONFIG_MAP, namespace, task.archived_logs[query.attempt]))
+        except ApiError as error:
+            raise typed(error) from None
+        data = base64.b64decode((archive.get("binaryData") or {}).get("log") or "")
+        return stored_log(data, query, role)
     if task.pod is None:
         return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
     if query.offset is not None and query.offset < 0:
@@ -84,11 +91,29 @@ def attempt_pod(task: Task, attempt: int | None, job_id: str) -> tuple[str, bool
     where = f"task {task.role}-{task.index} of job {job_id}"
     if attempt < 0 or attempt > task.retries:
         raise NotFound(f"{where} has no attempt {attempt} (attempts 0 to {task.retries})")
+    attempt -= len(task.archived_logs)  # kept logs of evicted pods come first
     if attempt < len(task.earlier_pods):
         return task.earlier_pods[attempt], False
     if attempt == task.retries - 1:
         return task.pod, True
     raise NotFound(f"Kubernetes no longer keeps attempt {attempt} of {where}")
+
+
+def stored_log(data: bytes, query: LogQuery, role: str) -> LogStream:
+    """A kept log answered as ``query`` asks: its last ``tail`` lines, or a byte range."""
+    if query.offset is not None and query.offset < 0:
+        raise BadRequest("offset must be ≥ 0")
+    size = len(data)
+    if query.tail is not None:
+        lines = data.splitlines(keepends=True)
+        data = b"".join(lines[-query.tail :]) if query.tail > 0 else b""
+        size = 0
+    elif query.offset is not None or query.limit is not None:
+        start = query.offset or 0
+        data = data[start : None if query.limit is None else start + query.limit]
+    else:
+        size = 0
+    return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
 
 
 async def secret_values(rest: Rest, namespace: str, job: JobProtocol, names: JobNames) -> list[str]:

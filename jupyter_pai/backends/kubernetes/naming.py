@@ -30,6 +30,9 @@ ANN_STOP = f"{DOMAIN}/stop-requested"
 ANN_FLAVOR = f"{DOMAIN}/flavor"
 #: The completion policy's decision, recorded once the backend enforced it.
 ANN_OUTCOME = f"{DOMAIN}/outcome"
+# A ConfigMap keeping an evicted attempt's log (``logarchive``), and when its pod was made.
+LABEL_ARCHIVED = f"{DOMAIN}/archived-log"
+ANN_POD_CREATED = f"{DOMAIN}/pod-created"
 
 #: Budget for the job's base name: pod host names ``<base>-<role>-<index>`` stay under 63.
 BASE_MAX = 30

@@ -18,7 +18,7 @@ from ...spec.protocol import JobProtocol
 from ..completion import Decision, decide
 from ..envcontract import parse_port_list
 from ..models import JobState, TaskState
-from .naming import ANN_OUTCOME, ANN_STOP, JobNames
+from .naming import ANN_OUTCOME, ANN_POD_CREATED, ANN_STOP, JobNames
 
 Obj = dict[str, Any]
 
@@ -58,6 +58,9 @@ class Task:
     ports: dict[str, list[int]] = field(default_factory=dict)
     # The failed pods this one replaced, oldest first: attempts 0, 1, … of the task.
     earlier_pods: list[str] = field(default_factory=list)
+    # ConfigMaps keeping the logs of evicted attempts (``logarchive``), oldest first: they
+    # come before ``earlier_pods`` and count as attempts, not against taskRetryCount.
+    archived_logs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -128,6 +131,10 @@ def _created(pod: Obj) -> str:
     return str((pod.get("metadata") or {}).get("creationTimestamp") or "")
 
 
+def _pod_created(archive: Obj) -> str:
+    return str(((archive.get("metadata") or {}).get("annotations") or {}).get(ANN_POD_CREATED))
+
+
 def pod_ports(pod: Obj) -> dict[str, list[int]]:
     """The ports the pod's task holds, from ``PAI_CONTAINER_HOST_PORT_LIST`` in its env."""
     for container in (pod.get("spec") or {}).get("containers") or []:
@@ -144,10 +151,12 @@ def tasks_from_pods(
     *,
     stopped: bool,
     killed: bool = False,
+    archives: Sequence[tuple[str | None, int | None, Obj]] = (),
 ) -> list[Task]:
     """One task per instance in the spec, from the newest pod of each (role slug, index);
-    failed pods beyond the newest count as retries. ``killed``: the scheduler is ending the
-    job, so a deleted pod that has not succeeded was stopped, whatever its exit."""
+    failed pods beyond the newest count as retries, kept logs of evicted pods
+    (``archives``) as earlier attempts. ``killed``: the scheduler is ending the job, so a
+    deleted pod that has not succeeded was stopped, whatever its exit."""
     by_slug = {slug: role for role, slug in names.roles.items()}
     grouped: dict[tuple[str, int], list[Obj]] = {}
     for role_slug, index, pod in pods:
@@ -155,10 +164,19 @@ def tasks_from_pods(
         if role is None or index is None:
             continue
         grouped.setdefault((role, index), []).append(pod)
+    kept: dict[tuple[str, int], list[Obj]] = {}
+    for role_slug, index, archive in archives:
+        role = by_slug.get(role_slug or "")
+        if role is not None and index is not None:
+            kept.setdefault((role, index), []).append(archive)
     tasks = []
     for role, spec in job.task_roles.items():
         for i in range(spec.instances):
             task = Task(role=role, index=i)
+            task.archived_logs = [
+                a["metadata"]["name"] for a in sorted(kept.get((role, i), []), key=_pod_created)
+            ]
+            task.retries = len(task.archived_logs)
             history = sorted(grouped.get((role, i), []), key=_created)
             if history:
                 pod = history[-1]
@@ -174,13 +192,14 @@ def tasks_from_pods(
                     for p in history[:-1]
                     if pod_task_state(p) == TaskState.FAILED
                 ]
-                task.retries = _restarts(pod) + len(task.earlier_pods)
+                failures = _restarts(pod) + len(task.earlier_pods)
+                task.retries = failures + len(task.archived_logs)
                 term = _terminated(pod)
                 if term is not None:
                     task.exit_code = int(term.get("exitCode") or 0)
                     task.exit_reason = term.get("reason")
                     task.completed = parse_time(term.get("finishedAt"))
-                if task.state == TaskState.FAILED and task.retries < spec.task_retry_count:
+                if task.state == TaskState.FAILED and failures < spec.task_retry_count:
                     task.state = TaskState.WAITING  # the controller recreates it
                     task.exit_reason = f"retrying after exit code {task.exit_code}"
                 deleted = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
@@ -203,13 +222,14 @@ def job_view(
     pods: Sequence[tuple[str | None, int | None, Obj]],
     *,
     waiting_reason: str | None = None,
+    archives: Sequence[tuple[str | None, int | None, Obj]] = (),
 ) -> JobView:
     annotations = (primary.get("metadata") or {}).get("annotations") or {}
     status = primary.get("status") or {}
     volcano_phase = (status.get("state") or {}).get("phase") if "state" in status else None
     stop = bool(annotations.get(ANN_STOP)) or volcano_phase in ("Aborting", "Aborted")
     ending = volcano_phase in VOLCANO_ENDING
-    tasks = tasks_from_pods(job, names, pods, stopped=stop, killed=ending)
+    tasks = tasks_from_pods(job, names, pods, stopped=stop, killed=ending, archives=archives)
     active = [
         p["metadata"]["name"]
         for _, _, p in pods

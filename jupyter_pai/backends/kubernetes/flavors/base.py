@@ -131,6 +131,18 @@ class Flavor:
         recorded on the primary first). Default: the stop's."""
         return self.stop_steps(primary, names)
 
+    def missed_event(
+        self, primary: Manifest, related: Mapping[Kind, list[Manifest]], pods: int
+    ) -> bool:
+        """Whether the scheduler's controller has evidently missed an event of this job
+        (its objects say it should have acted and it has not), so that :meth:`resync_steps`
+        should prompt it. Default: never."""
+        return False
+
+    def resync_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
+        """The calls that prompt the controller to look at the job again."""
+        return []
+
     def role_index(self, pod: Manifest) -> tuple[str | None, int | None]:
         """(role slug, index) of one of the job's pods."""
         meta = pod.get("metadata") or {}

@@ -4,7 +4,9 @@ cluster as the Volcano queue, gang = ``minAvailable``.
 Everything Volcano's admission webhook would default is set here, so clusters without the
 webhook behave the same. OpenPAI's completion policy is written into the Job, so Volcano's
 controller ends a decided job with no jupyter-pai process running (:func:`completion_plan`);
-eviction restarts the whole job (``PodEvicted → RestartJob``), like OpenPAI.
+eviction restarts the whole job (``PodEvicted → RestartJob``), like OpenPAI; with
+``jobRetryCount: 0`` that is unlimited, with n > 0 preemptions count against the n retries
+(Volcano has one restart counter).
 
 Stop is a bus ``Command`` with ``AbortJob``: the job stays, in phase ``Aborted``. A waiting
 gang says why through its PodGroup's ``Unschedulable`` condition.
@@ -34,6 +36,11 @@ from .volcano_queues import preemption_reason, queue_virtual_clusters
 
 SCHEDULER = "volcano"
 TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
+# The vcjob's maxRetry when the job itself may not be retried: failures then terminate it
+# (no policy restarts it), so only evictions (PodEvicted → RestartJob) restart it, and a
+# preempted job must come back however often it is preempted. 0 cannot be written (the
+# admission policy defaults it to 3); int32 is the field's type.
+UNLIMITED_RESTARTS = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ class VolcanoFlavor(Flavor):
                 "schedulerName": SCHEDULER,
                 "queue": job.virtual_cluster,
                 "minAvailable": job.total_instances if gang else 1,
-                "maxRetry": job.job_retry_count,
+                "maxRetry": job.job_retry_count or UNLIMITED_RESTARTS,
                 "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
                 # svc: pod host names <job>-<task>-<index> in subdomain <job> (our Service);
                 # env: VK_TASK_INDEX for scripts written for Volcano.
@@ -166,6 +173,24 @@ class VolcanoFlavor(Flavor):
         succeeded = decision.state == JobState.SUCCEEDED
         action = "CompleteJob" if succeeded else "TerminateJob"
         return [_command(primary, names, action, "CompletionPolicy", decision.reason)]
+
+    def missed_event(
+        self, primary: Manifest, related: Mapping[Kind, list[Manifest]], pods: int
+    ) -> bool:
+        # Volcano's job controller acts on PodGroup *updates* only: a PodGroup that went
+        # Pending → Inqueue while the controller's watch was broken (a kube-apiserver
+        # restart) comes back from its relist as an add, which it ignores, so the job
+        # waits with no pods for good. A SyncJob command makes it look again.
+        phase = ((primary.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+        groups = related.get(VOLCANO_POD_GROUP) or []
+        admitted = any(
+            (g.get("status") or {}).get("phase") in ("Inqueue", "Running") for g in groups
+        )
+        return phase == "Pending" and admitted and pods == 0
+
+    def resync_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
+        message = "its PodGroup is admitted but it has no pods: a missed event"
+        return [_command(primary, names, "SyncJob", "MissedPodGroupEvent", message)]
 
     def waiting_reason(
         self,
