@@ -18,6 +18,14 @@ if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
     openssh-server openssh-client >/dev/null
 fi
 
+# The PyTorch DDP tutorial's test runs torchrun on gloo with Debian's python3-torch (about
+# 150 MB of packages, 1 minute), not PyPI's torch, whose CUDA wheels weigh gigabytes.
+if ! command -v torchrun >/dev/null || ! /usr/bin/python3 -c "import torch.distributed" 2>/dev/null; then
+  step "installing Debian's python3-torch for the PyTorch DDP tutorial"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends python3-torch >/dev/null
+fi
+
 step "lint, format and types"
 ruff check jupyter_pai tests benchmarks
 ruff format --check jupyter_pai tests benchmarks
