@@ -56,14 +56,33 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="machine-readable output")
         return p
 
-    p = add("submit", "submit a job file (OpenPAI protocol v2 or short form; - for stdin)")
+    p = add(
+        "submit",
+        "submit a job file (OpenPAI protocol v2 or short form; - for stdin), or run a "
+        "notebook (.ipynb) as a job",
+    )
     p.add_argument("file")
     p.add_argument(
-        "--param", action="append", default=[], metavar="K=V", help="set parameters.K (repeatable)"
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="set parameters.K (repeatable); for a notebook, injected as papermill does",
     )
     p.add_argument("--vc", help="virtual cluster (overrides defaults.virtualCluster)")
     p.add_argument("--name", help="job name (overrides name)")
     p.add_argument("--wait", action="store_true", help="wait until the job ends")
+    nb = p.add_argument_group("notebooks (.ipynb)")
+    nb.add_argument("--gpus", type=int, default=0, help="GPUs for the notebook's kernel")
+    nb.add_argument("--image", help="image to run the notebook in")
+    nb.add_argument(
+        "--output", help="where the executed notebook goes (default: <job name>.ipynb beside it)"
+    )
+    nb.add_argument(
+        "--storage",
+        metavar="NAME[/FOLDER]",
+        help="write the executed notebook into this storage (what a cluster's pods can reach)",
+    )
 
     p = add("validate", "check a job file without submitting it")
     p.add_argument("file")
@@ -194,6 +213,13 @@ def validate(args: argparse.Namespace) -> int:
 
 
 async def submit(backend: Backend, args: argparse.Namespace) -> int:
+    if args.file.endswith(".ipynb"):
+        return await submit_notebook(backend, args)
+    given = [f"--{k}" for k in ("image", "output", "storage") if getattr(args, k)]
+    if args.gpus:
+        given.append("--gpus")
+    if given:
+        raise SpecError([FieldError(given[0], "only for a notebook (.ipynb); set it in the job")])
     parsed = parse_job(
         read_source(args.file),
         parameters=parse_params(args.param),
@@ -203,6 +229,31 @@ async def submit(backend: Backend, args: argparse.Namespace) -> int:
     for w in parsed.warnings + backend.submission_warnings(parsed.job):
         print(f"warning: {w}", file=sys.stderr)
     job = await backend.submit(parsed.job)
+    return await follow_submission(backend, job, args)
+
+
+async def submit_notebook(backend: Backend, args: argparse.Namespace) -> int:
+    from .notebook.nbjob import prepare
+
+    prepared = await prepare(
+        backend,
+        args.file,
+        params=parse_params(args.param),
+        gpus=args.gpus,
+        vc=args.vc,
+        image=args.image,
+        name=args.name,
+        output=args.output,
+        storage=args.storage,
+    )
+    parsed = parse_job(prepared.job)
+    job = await backend.submit(parsed.job, working_dir=prepared.working_dir)
+    if not args.json:
+        print(f"the executed notebook will be {prepared.output}")
+    return await follow_submission(backend, job, args)
+
+
+async def follow_submission(backend: Backend, job: JobDetail, args: argparse.Namespace) -> int:
     if not args.json:
         print(f"submitted {job.id} ({job.state.value})")
     if not args.wait:

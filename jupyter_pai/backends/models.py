@@ -207,6 +207,31 @@ class SubmitResult(ApiModel):
     warnings: list[FieldWarning]
 
 
+class NotebookJobRequest(ApiModel):
+    """``POST notebook-jobs``: run a notebook of the server's file tree as a job."""
+
+    #: The notebook, relative to the server's root (as the file browser names it).
+    path: str = Field(min_length=1)
+    #: Injected as papermill does: after the cell tagged ``parameters``.
+    params: dict[str, str] = Field(default_factory=dict)
+    gpus: int = Field(default=0, ge=0)
+    vc: str | None = None
+    image: str | None = None
+    #: ``NAME[/folder]``: write the executed notebook into this storage instead.
+    storage: str | None = None
+
+
+class NotebookJobResult(ApiModel):
+    """The notebook's job, its warnings, and where the executed notebook will be."""
+
+    job: JobDetail
+    warnings: list[FieldWarning]
+    #: Its path in the server's file tree (what JupyterLab opens), when it is written there.
+    output: str | None = None
+    #: Where the task writes it (a path inside a storage's mount for ``storage``).
+    output_location: str
+
+
 class ConvertResult(ApiModel):
     """``POST convert``: the protocol-v2 document a job stands for, without submitting it."""
 

@@ -27,6 +27,8 @@ MODELS: list[type[models.ApiModel]] = [
     models.FieldWarning,
     models.ConvertResult,
     models.SubmitResult,
+    models.NotebookJobRequest,
+    models.NotebookJobResult,
     models.JobList,
     models.JobEventList,
     models.VirtualClusterList,

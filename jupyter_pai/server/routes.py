@@ -12,6 +12,7 @@ from .handlers.convert import ConvertHandler
 from .handlers.info import ImagesHandler, InfoHandler, SchemaHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobsHandler
 from .handlers.logs import JobLogsHandler
+from .handlers.notebook_jobs import NotebookJobsHandler
 from .handlers.storage import StorageHandler, StoragesHandler
 from .handlers.virtual_clusters import VirtualClustersHandler
 
@@ -27,6 +28,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("jobs/{job_id}", JobHandler),
     ("jobs/{job_id}/logs", JobLogsHandler),
     ("jobs/{job_id}/events", JobEventsHandler),
+    ("notebook-jobs", NotebookJobsHandler),
     ("storage", StoragesHandler),
     ("storage/{name}", StorageHandler),
     ("storage/{name}/{path}", StorageHandler),

@@ -24,6 +24,8 @@ import type {
   JobSummary,
   LogChunk,
   LogQuery,
+  NotebookJobRequest,
+  NotebookJobResult,
   Storage,
   StorageList,
   StorageListing,
@@ -330,6 +332,18 @@ export class PAIClient {
   }
 
   /**
+   * Run a notebook of the server's tree as a job; the executed notebook is
+   * written beside it (`output`) or into a storage.
+   */
+  submitNotebook(request: NotebookJobRequest): Promise<NotebookJobResult> {
+    return this.request<NotebookJobResult>('notebook-jobs', {
+      method: 'POST',
+      body: JSON.stringify(request),
+      headers: { 'Content-Type': 'application/json' }
+    });
+  }
+
+  /**
    * The protocol-v2 document a job stands for, without submitting it: YAML or
    * JSON text (sent as `text/yaml`; JSON is YAML) or an object. The server
    * converts OpenPAI v1 jobs and expands the short form, so the panel has no
@@ -377,6 +391,7 @@ export class PAIClient {
       tail: query.tail,
       offset: query.offset,
       limit: query.limit,
+      attempt: query.attempt,
       follow: query.follow ? 'true' : undefined
     })}`;
   }
@@ -405,7 +420,13 @@ export class PAIClient {
    */
   async logBytes(
     id: string,
-    query: { role: string; index: number; offset: number; limit: number },
+    query: {
+      role: string;
+      index: number;
+      offset: number;
+      limit: number;
+      attempt?: number;
+    },
     signal?: AbortSignal
   ): Promise<{ bytes: Uint8Array; size: number | null }> {
     const response = await this.raw(this.logsEndpoint(id, query), { signal });

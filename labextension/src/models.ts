@@ -232,6 +232,29 @@ export interface SubmitResult {
   warnings: FieldWarning[];
 }
 
+/** What `POST notebook-jobs` takes: a notebook of the server's tree to run as a job. */
+export interface NotebookJobRequest {
+  /** Relative to the server's root, as the file browser names it. */
+  path: string;
+  /** Injected as papermill does, after the cell tagged `parameters`. */
+  params?: Record<string, string>;
+  gpus?: number;
+  vc?: string | null;
+  image?: string | null;
+  /** `NAME[/folder]`: write the executed notebook into this storage. */
+  storage?: string | null;
+}
+
+/** What `POST notebook-jobs` answers (201). */
+export interface NotebookJobResult {
+  job: JobDetail;
+  warnings: FieldWarning[];
+  /** The executed notebook's path in the file browser, when it is written there. */
+  output?: string | null;
+  /** Where the task writes it. */
+  outputLocation: string;
+}
+
 /** The body of every error response (`PAIError.to_json`). */
 export interface ErrorBody {
   message: string;
@@ -261,6 +284,8 @@ export interface LogQuery {
   /** Byte range: start at `offset`, at most `limit` bytes. */
   offset?: number;
   limit?: number;
+  /** An earlier attempt of the task (0 = its first); absent: the current one. */
+  attempt?: number;
 }
 
 /** A slice of a task's log and the log's size when it was read. */
@@ -407,6 +432,20 @@ export const MODEL_FIELDS = {
     job: true,
     warnings: true
   } satisfies Fields<SubmitResult>,
+  NotebookJobRequest: {
+    path: true,
+    params: true,
+    gpus: true,
+    vc: true,
+    image: true,
+    storage: true
+  } satisfies Fields<NotebookJobRequest>,
+  NotebookJobResult: {
+    job: true,
+    warnings: true,
+    output: true,
+    outputLocation: true
+  } satisfies Fields<NotebookJobResult>,
   JobList: { items: true } satisfies Fields<JobList>,
   JobEventList: { items: true } satisfies Fields<JobEventList>,
   VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,

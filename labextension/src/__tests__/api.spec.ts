@@ -10,6 +10,7 @@ import type {
   Info,
   JobDetail,
   JobSummary,
+  NotebookJobResult,
   SubmitResult,
   VirtualCluster
 } from '../models';
@@ -212,6 +213,32 @@ describe('PAIClient', () => {
     expect(JSON.parse(server.requests[1].body)).toEqual({
       protocolVersion: 2,
       name: 'a'
+    });
+  });
+
+  it('runs a notebook as a job (POST notebook-jobs)', async () => {
+    const answer: NotebookJobResult = {
+      job: { ...JOB, spec: {}, tasks: [] },
+      warnings: [],
+      output: 'study/analysis-20261123-101500.ipynb',
+      outputLocation: '/home/mei/study/analysis-20261123-101500.ipynb'
+    };
+    const server = new FakeServer().on('POST', 'pai/api/notebook-jobs', () =>
+      jsonResponse(answer, 201)
+    );
+    const result = await new PAIClient(server.settings).submitNotebook({
+      path: 'study/analysis.ipynb',
+      gpus: 1,
+      params: { alpha: '0.5' }
+    });
+    expect(result.output).toBe(answer.output);
+    expect(server.requests[0].headers.get('Content-Type')).toBe(
+      'application/json'
+    );
+    expect(JSON.parse(server.requests[0].body)).toEqual({
+      path: 'study/analysis.ipynb',
+      gpus: 1,
+      params: { alpha: '0.5' }
     });
   });
 
