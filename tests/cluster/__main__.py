@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import build, controlplane, manifests
+from . import build, controlplane, manifests, prebuilt
 
 
 def _shape(text: str, pool: str) -> manifests.NodeShape:
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser(
         "build",
-        help="build (or reuse) the binaries and unpack Volcano's; print their directories",
+        help="build (or reuse) the binaries, unpack Volcano's, Kueue's and JobSet's; print their dirs",
     )
     up = commands.add_parser("up", help="start a cluster in the background")
     up.add_argument("--dir", type=Path, default=None)
@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave Volcano out (its CRDs, webhooks, queues and three components)",
     )
+    up.add_argument(
+        "--no-kueue",
+        action="store_true",
+        help="leave Kueue and JobSet out (their CRDs, webhooks, queues and managers)",
+    )
     for name in ("down", "status"):
         sub = commands.add_parser(name)
         sub.add_argument("--dir", type=Path, default=None)
@@ -56,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             print(build.ensure_built())
             print(build.ensure_volcano())
+            print(prebuilt.ensure(prebuilt.KUEUE))
+            print(prebuilt.ensure(prebuilt.JOBSET))
         except build.BuildError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
@@ -69,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             gpu_pool=gpus if gpus and gpus.count else None,
             runner_pool=runner if runner.count else None,
             volcano=not args.no_volcano,
+            kueue=not args.no_kueue,
         )
         state = plane.up(options)
         print(

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from . import build, kube, kwokconfig, manifests, pki, processes, volcano
+from . import build, kube, kueue, kwokconfig, manifests, pki, prebuilt, processes, volcano
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_FILE = "state.json"
@@ -60,6 +60,8 @@ class Options:
     tie_to_parent: bool = False
     # Volcano's three components, CRDs, webhooks and queues beside kube-scheduler.
     volcano: bool = True
+    # Kueue's and JobSet's managers, CRDs, webhooks and queues.
+    kueue: bool = True
 
     @classmethod
     def runner_only(cls, runner_pool: manifests.NodeShape | None = None) -> Options:
@@ -107,9 +109,14 @@ class ControlPlane:
         bin_dir = build.ensure_built()
         assets = build.ensure_assets()
         volcano_dir = build.ensure_volcano() if options.volcano else None
+        kueue_dirs = (
+            (prebuilt.ensure(prebuilt.KUEUE), prebuilt.ensure(prebuilt.JOBSET))
+            if options.kueue
+            else None
+        )
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            state = self._start(bin_dir, assets, volcano_dir, options)
+            state = self._start(bin_dir, assets, volcano_dir, kueue_dirs, options)
         except Exception as error:
             logs = self._log_tails()
             self.down()
@@ -197,7 +204,12 @@ class ControlPlane:
     # -- starting -----------------------------------------------------------------------
 
     def _start(
-        self, bin_dir: Path, assets: Path, volcano_dir: Path | None, options: Options
+        self,
+        bin_dir: Path,
+        assets: Path,
+        volcano_dir: Path | None,
+        kueue_dirs: tuple[Path, Path] | None,
+        options: Options,
     ) -> State:
         d = self.directory
         for sub in ("pki", "logs", "etcd", "users", "apiserver", "volcano"):
@@ -233,6 +245,7 @@ class ControlPlane:
                 "vc-controller-manager-healthz",
                 "vc-scheduler",
                 "vc-scheduler-healthz",
+                *kueue.PORTS,
             )
         }
         server = f"https://127.0.0.1:{ports['apiserver']}"
@@ -416,6 +429,8 @@ class ControlPlane:
         kube.apply(api, nodes)
         if volcano_dir is not None:
             self._start_volcano(api, volcano_dir, volcano_crds, ports, ca, admin_kubeconfig, launch)
+        if kueue_dirs is not None:
+            kueue.start(api, d, *kueue_dirs, ports, ca, admin_kubeconfig, launch)
         core = kube.core(api)
         processes.wait_until(
             lambda: _ready_nodes(core) >= set(gpu_nodes + runner_nodes),
@@ -439,6 +454,8 @@ class ControlPlane:
             )
         if volcano_dir is not None:
             _wait_volcano(api, ports, died)
+        if kueue_dirs is not None:
+            kueue.wait(api, ports, died)
         if runner_nodes:
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
@@ -488,7 +505,7 @@ class ControlPlane:
         )
         ca_file = pki_dir / "ca.crt"
         processes.wait_until(
-            lambda: _crds_established(api, crds),
+            lambda: kube.crds_established(api, crds),
             60,
             "Volcano CRDs established",
         )
@@ -580,18 +597,6 @@ def _wait_volcano(api: Any, ports: dict[str, int], died: Callable[[], str | None
         )
 
     processes.wait_until(opened, 60, "Volcano queues Open", alive=died)
-
-
-def _crds_established(api: Any, crds: list[dict[str, Any]]) -> bool:
-    from kubernetes import client
-
-    ext = client.ApiextensionsV1Api(api)
-    for crd in crds:
-        status = ext.read_custom_resource_definition(crd["metadata"]["name"]).status
-        conditions = (status.conditions if status else None) or []
-        if not any(c.type == "Established" and c.status == "True" for c in conditions):
-            return False
-    return True
 
 
 def _apiserver_ready(state: State) -> Callable[[], bool]:

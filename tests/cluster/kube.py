@@ -45,6 +45,16 @@ def apply(api: Any, manifests: Iterable[dict[str, Any]]) -> None:
                 raise
 
 
+def crds_established(api: Any, crds: list[dict[str, Any]]) -> bool:
+    ext = client.ApiextensionsV1Api(api)
+    for crd in crds:
+        status = ext.read_custom_resource_definition(crd["metadata"]["name"]).status
+        conditions = (status.conditions if status else None) or []
+        if not any(c.type == "Established" and c.status == "True" for c in conditions):
+            return False
+    return True
+
+
 def delete_nodes(api: Any, names: Iterable[str]) -> None:
     for name in names:
         try:

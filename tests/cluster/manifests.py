@@ -158,6 +158,14 @@ USER_ROLE: Manifest = {
         {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
         {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": _ALL},
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _READ},
+        # Kueue (the `kueue` flavour): JobSets are the user's; Workloads (Kueue's, one per
+        # JobSet) and the namespace's LocalQueues are read only.
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _ALL},
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads", "localqueues"],
+            "verbs": _READ,
+        },
     ],
 }
 
@@ -169,6 +177,11 @@ CLUSTER_READER: Manifest = {
         {"apiGroups": [""], "resources": ["nodes"], "verbs": _READ},
         {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": _READ},
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": _READ},
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["clusterqueues", "resourceflavors", "cohorts"],
+            "verbs": _READ,
+        },
     ],
 }
 

@@ -41,8 +41,10 @@ def start(
     cwd: Path | None = None,
     tie_to_parent: bool = False,
     death_signal: int = signal.SIGKILL,
+    preexec: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start a process in its own session (so `stop` can end its children too)."""
+    """Start a process in its own session (so `stop` can end its children too);
+    `preexec` runs in the child before it executes `argv`."""
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             list(argv),
@@ -52,9 +54,21 @@ def start(
             env=env,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=die_with_parent(death_signal) if tie_to_parent else None,
+            preexec_fn=_chain(die_with_parent(death_signal) if tie_to_parent else None, preexec),
         )
     return proc
+
+
+def _chain(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
+    todo = [s for s in steps if s is not None]
+    if not todo:
+        return None
+
+    def run() -> None:
+        for step in todo:
+            step()
+
+    return run
 
 
 def cmdline(pid: int) -> list[str]:

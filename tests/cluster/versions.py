@@ -12,6 +12,9 @@ KWOK = "v0.8.0"
 # Volcano is not built here (the module proxy refuses volcano.sh/*): its prebuilt,
 # checksummed binaries come from a folder (see `volcano.source_dir`).
 VOLCANO = "v1.15.1"
+# Kueue and JobSet likewise (`prebuilt.py`).
+KUEUE = "v0.19.2"
+JOBSET = "v0.12.0"
 
 GOMOD_DIR = Path(__file__).parent / "gomod"
 
