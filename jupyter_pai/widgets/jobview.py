@@ -118,6 +118,8 @@ class JobView(w.VBox):
         keys = [f"{t.role}-{t.index}" for t in detail.tasks]
         if list(self.task_picker.options) != keys:
             self.task_picker.options = keys
+        if keys and self.task_picker.value not in keys:
+            self.task_picker.value = keys[0]
         self.task_picker.layout.display = "" if len(keys) > 1 else "none"
 
     def update(self) -> bool:
