@@ -12,6 +12,7 @@ import * as React from 'react';
 import { formatTime, jobDuration, parseTime, stateClass } from './format';
 import { paiIcon } from './icons';
 import { cloneJob, stopJob } from './jobslist';
+import { AttemptLinks } from './attemptlinks';
 import { LogViewer } from './logviewer';
 import {
   isTerminal,
@@ -64,12 +65,12 @@ export class JobDetailModel {
     return this._error;
   }
 
-  /** The task whose log is shown. */
-  get selected(): { role: string; index: number } | null {
+  /** The task whose log is shown (and which earlier attempt, if not the current). */
+  get selected(): LogSelection | null {
     return this._selected;
   }
 
-  set selected(value: { role: string; index: number } | null) {
+  set selected(value: LogSelection | null) {
     this._selected = value;
     this._changed.emit();
   }
@@ -122,7 +123,7 @@ export class JobDetailModel {
   private _job: JobDetail | null = null;
   private _events: JobEvent[] = [];
   private _error: string | null = null;
-  private _selected: { role: string; index: number } | null = null;
+  private _selected: LogSelection | null = null;
   private _changed = new Signal<this, void>(this);
 }
 
@@ -281,13 +282,28 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
                       <button
                         type="button"
                         className="jp-mod-styled jp-PAI-link-button"
-                        aria-pressed={isSelected}
+                        aria-pressed={
+                          isSelected && selected?.attempt === undefined
+                        }
                         onClick={() =>
                           (model.selected = { role: t.role, index: t.index })
                         }
                       >
-                        {isSelected ? 'Shown' : 'Show log'}
+                        {isSelected && selected?.attempt === undefined
+                          ? 'Shown'
+                          : 'Show log'}
                       </button>
+                      <AttemptLinks
+                        task={t}
+                        shown={isSelected ? selected?.attempt : undefined}
+                        onShow={attempt =>
+                          (model.selected = {
+                            role: t.role,
+                            index: t.index,
+                            attempt
+                          })
+                        }
+                      />
                     </td>
                   </tr>
                 );
@@ -333,6 +349,13 @@ class SummaryWidget extends ReactWidget {
       </UseSignal>
     );
   }
+}
+
+/** A task whose log to show; `attempt`: an earlier one, else the current. */
+export interface LogSelection {
+  role: string;
+  index: number;
+  attempt?: number;
 }
 
 /** The tab's content: summary and tasks above, the selected task's log below. */
@@ -394,7 +417,10 @@ export class JobDetailPanel extends SplitPanel {
     const current = this._viewer;
     if (
       sel &&
-      (!current || current.role !== sel.role || current.index !== sel.index)
+      (!current ||
+        current.role !== sel.role ||
+        current.index !== sel.index ||
+        current.attempt !== sel.attempt)
     ) {
       current?.dispose();
       const viewer = new LogViewer({
@@ -403,6 +429,7 @@ export class JobDetailPanel extends SplitPanel {
         jobName: job?.name ?? this.model.jobId,
         role: sel.role,
         index: sel.index,
+        attempt: sel.attempt,
         chunkBytes: this.model.pai.settings.logChunkKiB * 1024,
         isLive: () => {
           const task = this.model.taskState(sel.role, sel.index);
@@ -413,7 +440,10 @@ export class JobDetailPanel extends SplitPanel {
         }
       });
       this._viewer = viewer;
-      this._logTitle.node.textContent = `Log of ${sel.role}-${sel.index}`;
+      this._logTitle.node.textContent =
+        sel.attempt === undefined
+          ? `Log of ${sel.role}-${sel.index}`
+          : `Log of ${sel.role}-${sel.index}, attempt ${sel.attempt} (ended)`;
       this._logArea.addWidget(viewer);
       void viewer.start();
     }

@@ -25,6 +25,8 @@ export interface ILogViewerOptions {
   jobName: string;
   role: string;
   index: number;
+  /** An earlier attempt of the task (ended: never followed); absent: the current one. */
+  attempt?: number;
   /** Bytes read at a time. */
   chunkBytes?: number;
   /** Whether the task may still write (polling stops once it may not). */
@@ -68,7 +70,7 @@ export class LogViewer extends Widget {
         backoff: true,
         max: 10000
       },
-      name: `jupyter-pai:log:${options.jobId}:${options.role}-${options.index}`,
+      name: `jupyter-pai:log:${options.jobId}:${options.role}-${options.index}:${options.attempt ?? 'current'}`,
       standby: () => (this.isVisible ? 'when-hidden' : true)
     });
   }
@@ -79,6 +81,18 @@ export class LogViewer extends Widget {
 
   get index(): number {
     return this._options.index;
+  }
+
+  /** The earlier attempt shown, or undefined for the current one. */
+  get attempt(): number | undefined {
+    return this._options.attempt;
+  }
+
+  /** An earlier attempt has ended: it is read, never followed. */
+  private _isLive(): boolean {
+    return (
+      this._options.attempt === undefined && (this._options.isLive?.() ?? true)
+    );
   }
 
   /** The lines in memory (for tests and search). */
@@ -254,10 +268,10 @@ export class LogViewer extends Widget {
     offset: number,
     limit: number
   ): Promise<{ bytes: Uint8Array; size: number | null }> {
-    const { client, jobId, role, index } = this._options;
+    const { client, jobId, role, index, attempt } = this._options;
     return client.logBytes(
       jobId,
-      { role, index, offset, limit },
+      { role, index, offset, limit, attempt },
       this._abort.signal
     );
   }
@@ -272,7 +286,7 @@ export class LogViewer extends Widget {
       if (isAbortError(error) || this.isDisposed) {
         return;
       }
-      const live = this._options.isLive?.() ?? true;
+      const live = this._isLive();
       if (live && error instanceof PAIRequestError && error.status === 404) {
         // No log yet: the task has not started writing. Not an error while it may.
         this._waiting = true;
@@ -388,7 +402,7 @@ export class LogViewer extends Widget {
       }
     }
     this._updateStatus();
-    const live = this._options.isLive?.() ?? true;
+    const live = this._isLive();
     if (!live && this._end + this._partialBytes() >= this._size) {
       // The task has ended and everything it wrote is shown.
       this._poll.stop().catch(() => undefined);
@@ -493,11 +507,12 @@ export class LogViewer extends Widget {
     download.className = 'jp-mod-styled jp-PAI-log-button';
     download.textContent = 'Download';
     download.title = 'Download the whole log';
-    const { client, jobId, jobName, role, index } = this._options;
+    const { client, jobId, jobName, role, index, attempt } = this._options;
     download.href = client.downloadUrl(
-      client.logsEndpoint(jobId, { role, index })
+      client.logsEndpoint(jobId, { role, index, attempt })
     );
-    download.download = `${jobName}-${role}-${index}.log`;
+    const which = attempt === undefined ? '' : `-attempt${attempt}`;
+    download.download = `${jobName}-${role}-${index}${which}.log`;
 
     toolbar.append(
       search,
@@ -637,10 +652,9 @@ export class LogViewer extends Widget {
       this._rows.innerHTML = '';
       const empty = document.createElement('div');
       empty.className = 'jp-PAI-empty';
-      empty.textContent =
-        (this._options.isLive?.() ?? true)
-          ? 'No output yet — new lines appear here as the task writes them.'
-          : 'This task wrote no output.';
+      empty.textContent = this._isLive()
+        ? 'No output yet — new lines appear here as the task writes them.'
+        : 'This task wrote no output.';
       this._rows.appendChild(empty);
       return;
     }
@@ -678,7 +692,7 @@ export class LogViewer extends Widget {
           : '';
       return;
     }
-    const live = this._options.isLive?.() ?? true;
+    const live = this._isLive();
     const whole = this._start === 0 && this._attached;
     const parts = [
       whole

@@ -188,6 +188,11 @@ async def test_apiserver_outage_is_503_then_the_list_is_current_again(
         running = await wait_for(
             b, direct, lambda d: d.state == JobState.RUNNING, CLUSTER_RECOVERY_SECONDS
         )
+        prompted = [e for e in await b.events(direct) if "command SyncJob" in e.message]
+        print(
+            f"the job made meanwhile ran {time.monotonic() - changed:.1f}s after the changes"
+            + (" (its controller had missed an event: prompted)" if prompted else "")
+        )
         assert all((t.node or "").startswith("gpu-") for t in running.tasks)
         # And the watches are live again: a change now shows up without a relist.
         lists = {name: r.lists for name, r in b.cache.reflectors.items()}

@@ -74,6 +74,7 @@ class Lab:
         instances: int = 1,
         gpu: int = 0,
         vc: str | None = None,
+        task_retries: int = 0,
     ) -> dict[str, Any]:
         """Submit a one-role protocol v2 job through the REST API; the job is stopped
         after the test (see the ``jobs`` fixture)."""
@@ -88,6 +89,7 @@ class Lab:
                     "dockerImage": "img",
                     "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": gpu},
                     "commands": [command] if isinstance(command, str) else command,
+                    "taskRetryCount": task_retries,
                 }
             },
         }
