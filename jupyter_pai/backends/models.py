@@ -219,6 +219,8 @@ class NotebookJobRequest(ApiModel):
     image: str | None = None
     #: ``NAME[/folder]``: write the executed notebook into this storage instead.
     storage: str | None = None
+    #: The job's name (default: the notebook's name and the time).
+    name: str | None = None
 
 
 class NotebookJobResult(ApiModel):

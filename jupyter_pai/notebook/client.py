@@ -28,7 +28,6 @@ import os
 import time
 import warnings
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
 from traitlets.config import Config
@@ -43,6 +42,7 @@ from ..backends.models import (
     JobFilter,
     JobState,
     JobSummary,
+    NotebookJobRequest,
     Storage,
     StorageListing,
     SubmitResult,
@@ -50,16 +50,12 @@ from ..backends.models import (
     VirtualCluster,
 )
 from ..errors import FieldError, SpecError
-from ..spec.protocol import JobProtocol
-from .connection import BackendConnection, Connection, JobSource
+from .connection import BackendConnection, Connection
 from .follow import TaskLine, decode, decode_async, follow_job, follow_task
 from .loop import LoopThread
 from .outcome import TAIL_LINES, FailedTask, JobFailed, failed_tasks
 from .rest import RestConnection
-
-#: What :meth:`Client.submit` takes: a job file's path, YAML/JSON text, the document as a
-#: dict, or a validated :class:`~jupyter_pai.spec.protocol.JobProtocol`.
-Spec = str | os.PathLike[str] | bytes | Mapping[str, Any] | JobProtocol
+from .sources import Spec, job_source
 
 T = TypeVar("T")
 
@@ -71,27 +67,6 @@ MAX_POLL = 1.0
 class SubmissionWarning(UserWarning):
     """Part of a submitted job was not taken as written (an ignored field, a converted
     OpenPAI v1 job, a runtime plugin this backend runs differently)."""
-
-
-def job_source(spec: Spec) -> JobSource:
-    """The job document from what the caller gave: a path is read, text and mappings are
-    the document itself."""
-    if isinstance(spec, JobProtocol):
-        return spec.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and _looks_like_path(spec)):
-        path = Path(os.fspath(spec)).expanduser()
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SpecError([FieldError("file", f"cannot read {path}: {exc.strerror}")]) from None
-    return spec
-
-
-def _looks_like_path(text: str) -> bool:
-    """A one-line string naming a job file (``train.yaml``) rather than a YAML document."""
-    if "\n" in text or ": " in text or text.lstrip().startswith(("{", "[")):
-        return False
-    return text.endswith((".yaml", ".yml", ".json")) or os.path.isfile(text)
 
 
 class Job:
@@ -107,6 +82,8 @@ class Job:
         self.detail = detail
         #: What the submission did not take as written (empty for a job looked up by id).
         self.warnings: list[FieldWarning] = list(warnings)
+        #: A notebook job's executed notebook, where it will be written (submit_notebook).
+        self.executed_notebook: str | None = None
 
     @property
     def id(self) -> str:
@@ -349,6 +326,35 @@ class Client:
         """
         return self._job(self._run(self._submit(spec, params, vc, name)))
 
+    def submit_notebook(
+        self,
+        path: str | os.PathLike[str],
+        params: Mapping[str, Any] | None = None,
+        *,
+        gpus: int = 0,
+        vc: str | None = None,
+        image: str | None = None,
+        name: str | None = None,
+        storage: str | None = None,
+    ) -> Job:
+        """Run a notebook as a job, ``params`` injected as papermill does; the executed
+        notebook (outputs and errors included) is written beside it as ``<job name>.ipynb``
+        (``job.executed_notebook``), or into ``storage`` (``NAME[/folder]``). ``path`` is
+        on this machine, or in the server's tree for ``Client(url=…)``."""
+        request = NotebookJobRequest(
+            path=os.fspath(path),
+            params={str(k): str(v) for k, v in (params or {}).items()},
+            gpus=gpus,
+            vc=vc,
+            image=image,
+            name=name,
+            storage=storage,
+        )
+        result = self._run(self._connection.submit_notebook(request))
+        job = self._job(SubmitResult(job=result.job, warnings=result.warnings))
+        job.executed_notebook = result.output
+        return job
+
     def jobs(
         self,
         *,
@@ -451,6 +457,10 @@ class Client:
         vc: str | None,
         name: str | None,
     ) -> SubmitResult:
+        if isinstance(spec, (str, os.PathLike)) and os.fspath(spec).endswith(".ipynb"):
+            raise SpecError(
+                [FieldError("file", "a notebook runs with submit_notebook(path, params, gpus=…)")]
+            )
         source = await asyncio.to_thread(job_source, spec)
         parameters = {str(k): v for k, v in (params or {}).items()}
         return await self._connection.submit(

@@ -20,6 +20,8 @@ from ..backends.models import (
     JobEvent,
     JobFilter,
     JobSummary,
+    NotebookJobRequest,
+    NotebookJobResult,
     Storage,
     StorageListing,
     SubmitResult,
@@ -47,6 +49,11 @@ class Connection(abc.ABC):
         virtual_cluster: str | None = None,
         name: str | None = None,
     ) -> SubmitResult: ...
+
+    @abc.abstractmethod
+    async def submit_notebook(self, request: NotebookJobRequest) -> NotebookJobResult:
+        """Run a notebook as a job (``request.path``: on this machine for the backend, in
+        the server's tree for a server)."""
 
     @abc.abstractmethod
     async def list_jobs(self, query: JobFilter) -> list[JobSummary]: ...
@@ -132,6 +139,30 @@ class BackendConnection(Connection):
         job = await backend.submit(parsed.job, working_dir=self.working_dir or os.getcwd())
         warnings = parsed.warnings + backend.submission_warnings(parsed.job)
         return SubmitResult(job=job, warnings=warnings_of(warnings))
+
+    async def submit_notebook(self, request: NotebookJobRequest) -> NotebookJobResult:
+        from .nbjob import prepare
+
+        backend = await self.backend()
+        source = os.path.join(self.working_dir or os.getcwd(), request.path)
+        prepared = await prepare(
+            backend,
+            source,
+            params=request.params,
+            gpus=request.gpus,
+            vc=request.vc,
+            image=request.image,
+            name=request.name,
+            storage=request.storage,
+        )
+        parsed = parse_job(prepared.job)
+        job = await backend.submit(parsed.job, working_dir=prepared.working_dir)
+        return NotebookJobResult(
+            job=job,
+            warnings=warnings_of(parsed.warnings),
+            output=None if request.storage else prepared.output,
+            output_location=prepared.output,
+        )
 
     async def list_jobs(self, query: JobFilter) -> list[JobSummary]:
         return await (await self.backend()).list_jobs(query)

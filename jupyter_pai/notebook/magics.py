@@ -184,7 +184,11 @@ class PAIMagics(Magics):
 
     def do_submit(self, args: argparse.Namespace) -> Job:
         params = cli.parse_params(args.param)
-        job = self.client.submit(args.file, params, vc=args.vc, name=args.name)
+        if args.file.endswith(".ipynb"):
+            job = self.client.submit_notebook(args.file, params, vc=args.vc, name=args.name)
+            print(f"the executed notebook will be {job.executed_notebook}")
+        else:
+            job = self.client.submit(args.file, params, vc=args.vc, name=args.name)
         print(f"submitted {job.id} ({job.detail.state.value})")
         if args.wait:
             detail = job.wait(check=False)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiohttp
+import yarl
 from pydantic import BaseModel
 
 from ..backends.base import LogQuery
@@ -30,6 +31,8 @@ from ..backends.models import (
     JobFilter,
     JobList,
     JobSummary,
+    NotebookJobRequest,
+    NotebookJobResult,
     Storage,
     StorageList,
     StorageListing,
@@ -115,7 +118,8 @@ class RestConnection(Connection):
         try:
             response = await self.session().request(
                 method,
-                self.base + path,
+                # As written: a base path such as /a%40b/ must reach the server encoded.
+                yarl.URL(self.base + path, encoded=True),
                 params=query,
                 data=data,
                 headers=headers,
@@ -172,6 +176,16 @@ class RestConnection(Connection):
         seen = {(w.path, w.message) for w in result.warnings}
         result.warnings[:0] = [w for w in local if (w.path, w.message) not in seen]
         return result
+
+    async def submit_notebook(self, request: NotebookJobRequest) -> NotebookJobResult:
+        body = request.model_dump_json(by_alias=True, exclude_none=True)
+        return await self.read(
+            NotebookJobResult,
+            "POST",
+            "notebook-jobs",
+            data=body,
+            content_type="application/json",
+        )
 
     async def list_jobs(self, query: JobFilter) -> list[JobSummary]:
         params: dict[str, Any] = {"vc": query.vc, "user": query.user, "keyword": query.keyword}

@@ -24,6 +24,7 @@ import {
   JobFileError
 } from './jobfile';
 import { cloneJob, stopJob } from './jobslist';
+import { runNotebook } from './notebookjob';
 import type { JobSummary } from './models';
 import {
   DEFAULT_SETTINGS,
@@ -220,6 +221,36 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     app.contextMenu.addItem({
       command: CommandIDs.openJobFile,
+      selector: '.jp-DirListing-item[data-isdir="false"]',
+      rank: 3
+    });
+
+    const selectedNotebook = (args: any): string | null => {
+      const path: string | undefined =
+        (args?.path as string | undefined) ??
+        fileBrowser?.selectedItems().next().value?.path;
+      return path && path.endsWith('.ipynb') ? path : null;
+    };
+    commands.addCommand(CommandIDs.runNotebook, {
+      label: 'Run as PAI Job',
+      caption:
+        'Run this notebook as a job; the executed notebook opens when it ends',
+      isVisible: args => !!selectedNotebook(args),
+      execute: args => {
+        const path = selectedNotebook(args);
+        if (path) {
+          return runNotebook(
+            model,
+            path,
+            output =>
+              void commands.execute('docmanager:open', { path: output }),
+            openJob
+          );
+        }
+      }
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.runNotebook,
       selector: '.jp-DirListing-item[data-isdir="false"]',
       rank: 3
     });

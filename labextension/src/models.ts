@@ -243,6 +243,8 @@ export interface NotebookJobRequest {
   image?: string | null;
   /** `NAME[/folder]`: write the executed notebook into this storage. */
   storage?: string | null;
+  /** The job's name (default: the notebook's name and the time). */
+  name?: string | null;
 }
 
 /** What `POST notebook-jobs` answers (201). */
@@ -438,7 +440,8 @@ export const MODEL_FIELDS = {
     gpus: true,
     vc: true,
     image: true,
-    storage: true
+    storage: true,
+    name: true
   } satisfies Fields<NotebookJobRequest>,
   NotebookJobResult: {
     job: true,

@@ -16,4 +16,5 @@ export namespace CommandIDs {
   export const stopJob = 'jupyter-pai:stop-job';
   export const cloneJob = 'jupyter-pai:clone-job';
   export const openJobFile = 'jupyter-pai:open-job-file';
+  export const runNotebook = 'jupyter-pai:run-notebook';
 }

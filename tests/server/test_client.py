@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from traitlets.config import Config
 
@@ -164,3 +165,21 @@ def test_blocking_calls_work_inside_a_running_loop(pai_state_dir: Path, tmp_path
         assert asyncio.run(cell()) is JobState.SUCCEEDED
     finally:
         client.close()
+
+
+async def test_submit_notebook(client: Client, tmp_path: Path, jp_root_dir: Path) -> None:
+    # The path is on this machine for the backend, in the server's tree for a server.
+    folder = tmp_path if client.url is None else jp_root_dir
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("print('x is', x)")]
+    )
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nbformat.write(nb, folder / "calc.ipynb")
+    job = await asyncio.to_thread(client.submit_notebook, "calc.ipynb", {"x": 41}, name="calc-run")
+    expected = str(folder / "calc-run.ipynb") if client.url is None else "calc-run.ipynb"
+    assert job.name == "calc-run" and job.executed_notebook == expected
+    assert (await job.wait_async(120, check=True)).state is JobState.SUCCEEDED
+    executed = nbformat.read(folder / "calc-run.ipynb", as_version=4)
+    assert executed.cells[2].outputs[0]["text"] == "x is 41\n"
+    with pytest.raises(SpecError, match="submit_notebook"):
+        await client.submit_async("calc.ipynb")

@@ -58,6 +58,7 @@ class NotebookJobsHandler(PAIHandler):
             vc=request.vc,
             image=request.image,
             storage=request.storage,
+            name=request.name,
         )
         try:
             parsed = parse_job(prepared.job)
