@@ -67,7 +67,7 @@ def _create_directly(cluster: TestCluster, backend: KubernetesBackend, name: str
         body["metadata"]["namespace"] = NS
         if owner is not None:
             body["metadata"]["ownerReferences"] = [owner]
-        created = _create_retrying(cluster, body)
+        created = _create_retrying(cluster, body, primary=owner is None)
         if owner is None:
             owner = {
                 "apiVersion": created.apiVersion,
@@ -78,10 +78,12 @@ def _create_directly(cluster: TestCluster, backend: KubernetesBackend, name: str
     return names.job_id
 
 
-def _create_retrying(cluster: TestCluster, body: dict[str, Any]) -> Any:
+def _create_retrying(cluster: TestCluster, body: dict[str, Any], *, primary: bool) -> Any:
     """Create one object, retrying while a just-restarted kube-apiserver has not yet
     rediscovered its custom resources (503 "Kind=Job not found" for a vcjob, or the kind
-    missing from discovery): the cluster's doing, not the backend's."""
+    missing from discovery): the cluster's doing, not the backend's. Made after the primary
+    (to be owned by it), the job's Service may exist already: Volcano's `svc` plugin makes
+    one of the same name for a vcjob."""
     deadline = time.monotonic() + CRD_DISCOVERY_SECONDS
     retried = False
     while True:
@@ -92,7 +94,7 @@ def _create_retrying(cluster: TestCluster, body: dict[str, Any]) -> Any:
             try:
                 return resource.create(body=body, namespace=NS)
             except dynamic_errors.ConflictError:
-                if not retried:
+                if primary and not retried:
                     raise
                 # An attempt that read as failed had created it after all.
                 return resource.get(name=body["metadata"]["name"], namespace=NS)
