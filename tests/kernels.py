@@ -1,12 +1,18 @@
-"""Helpers for the remote-kernel tests on the local backend: a kernelspec folder of
-``pai`` kernelspecs, and polling the local jobs with deadlines."""
+"""Helpers for the remote-kernel tests (local backend in tests/server, the test cluster in
+tests/kube): ``pai`` kernelspecs in a folder of their own, running a cell, waiting with a
+deadline."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from jupyter_client.manager import AsyncKernelManager
 
 from jupyter_pai.kernels.jobspec import KernelRequest
 from jupyter_pai.kernels.kernelspec import kernelspec
@@ -28,7 +34,7 @@ def write_kernelspec(jupyter_path: Path, name: str, **config: Any) -> str:
 
 def kernel_environment(tmp: Path, gpus: int) -> dict[str, str]:
     """What a test sets so kernels find the kernelspecs and use a fresh state directory."""
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(Path(__file__).resolve().parents[1])
     path = os.environ.get("PYTHONPATH", "")
     return {
         "JUPYTER_PATH": str(tmp),
@@ -38,3 +44,41 @@ def kernel_environment(tmp: Path, gpus: int) -> dict[str, str]:
         "IPYTHONDIR": str(tmp / "ipython"),
         "PYTHONPATH": os.pathsep.join(p for p in (repo, path) if p),
     }
+
+
+#: A cell printing the kernel's process, job, GPUs and whether ``x`` survived.
+IDENTITY = (
+    "import os; print(os.getpid(), os.environ['PAI_JOB_NAME'], "
+    "os.environ.get('CUDA_VISIBLE_DEVICES', '-'), 'x' in globals())"
+)
+
+T = TypeVar("T")
+
+
+async def run(km: AsyncKernelManager, code: str, timeout: float = 30) -> tuple[str, dict[str, Any]]:
+    """The cell's printed output and its execute_reply content."""
+    client = km.client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=timeout)
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+
+        reply = await client.execute_interactive(code, output_hook=hook, timeout=timeout)
+        return "".join(out), reply["content"]
+    finally:
+        client.stop_channels()
+
+
+async def eventually(check: Callable[[], Awaitable[T]], what: str, timeout: float) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)

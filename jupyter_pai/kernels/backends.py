@@ -44,6 +44,12 @@ async def backend_for(parent: Any) -> tuple[Backend, PAIConfig]:
     return backends[key]
 
 
+async def close_backends() -> None:
+    """Close the backends this loop started (the end of a script or a test)."""
+    for backend, _ in _BACKENDS.pop(asyncio.get_running_loop(), {}).values():
+        await backend.close()
+
+
 @dataclass
 class Endpoint:
     """Host and ports (shell, iopub, stdin, control, hb, launcher) to connect to."""
@@ -51,6 +57,12 @@ class Endpoint:
     host: str
     ports: list[int]
     closers: list[Any] = field(default_factory=list)
+    resetters: list[Any] = field(default_factory=list)
+
+    async def reset(self) -> None:
+        """After a restart in the job: connections to the old kernel are dropped."""
+        for reset in self.resetters:
+            await reset()
 
     async def close(self) -> None:
         for close in self.closers:
@@ -64,4 +76,13 @@ async def endpoint(backend: Backend, job: JobDetail, connect: str) -> Endpoint:
         raise Unavailable(f"job {job.id} runs but reports no address for its kernel ports")
     if backend.name == "local" or connect == "pod-ip":
         return Endpoint(task.ip, list(ports))
-    raise Unavailable(f"connect={connect!r} is not supported by backend {backend.name}")
+    if connect != "port-forward":
+        raise Unavailable(f"PAIProvisioner.connect is {connect!r}; use port-forward or pod-ip")
+    from ..backends.kubernetes.backend import KubernetesBackend
+    from .portforward import PortForward, running_pod
+
+    if not isinstance(backend, KubernetesBackend):
+        raise Unavailable(f"backend {backend.name} offers no port-forward")
+    forward = PortForward(backend, running_pod(backend, job), list(ports))
+    await forward.start()
+    return Endpoint("127.0.0.1", forward.local, closers=[forward.close], resetters=[forward.reset])

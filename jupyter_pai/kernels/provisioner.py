@@ -197,6 +197,8 @@ class PAIProvisioner(KernelProvisionerBase):
                 "start the kernel again to queue a new one"
             ) from None
         self._exit_code = None
+        if self._endpoint is not None:
+            await self._endpoint.reset()
         return self._connection_info()
 
     # -- talking to the launcher ---------------------------------------------------------

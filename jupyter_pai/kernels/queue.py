@@ -6,6 +6,9 @@ from __future__ import annotations
 from ..backends.base import Backend
 from ..backends.models import JobFilter, JobState, JobSummary
 
+#: How backends say "the VC is full" (local scheduler, Kubernetes flavours, just submitted).
+FULL_QUEUE = ("waiting for", "queued behind", "queue ", "submitted")
+
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
@@ -24,6 +27,6 @@ async def queue_status(backend: Backend, job: JobSummary) -> str:
     reason = job.waiting_reason or ""
     # The backend's own words where they say more than a full queue (preempted, no node
     # wide enough, GPUs on loan).
-    if reason and not reason.startswith(("waiting for", "queued behind")):
+    if reason and not reason.startswith(FULL_QUEUE):
         text += f" ({reason})"
     return text

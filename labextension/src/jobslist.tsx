@@ -177,6 +177,14 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                   >
                     {job.name}
                   </button>
+                  {job.kind === 'kernel' && (
+                    <span
+                      className="jp-PAI-badge jp-PAI-kernel-badge"
+                      title="A remote kernel's job: stopping it ends the kernel"
+                    >
+                      kernel
+                    </span>
+                  )}
                   {job.user !== user && (
                     <span className="jp-PAI-muted"> · {job.user}</span>
                   )}

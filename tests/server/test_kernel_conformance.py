@@ -11,8 +11,7 @@ from pathlib import Path
 import jupyter_kernel_test
 
 from jupyter_pai.backends.local.store import StateStore
-
-from .kernels import kernel_environment, write_kernelspec
+from tests.kernels import kernel_environment, write_kernelspec
 
 
 class PAIKernelConformance(jupyter_kernel_test.KernelTests):

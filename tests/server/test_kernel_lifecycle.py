@@ -11,7 +11,6 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from jupyter_client.manager import AsyncKernelManager
@@ -20,8 +19,7 @@ from jupyter_pai.backends.local import LocalBackend
 from jupyter_pai.backends.models import JobDetail, JobState
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec.parse import parse_job
-
-from .kernels import kernel_environment, write_kernelspec
+from tests.kernels import IDENTITY, eventually, kernel_environment, run, write_kernelspec
 
 GPU_SLOTS = 2
 
@@ -45,30 +43,6 @@ async def start(name: str) -> AsyncKernelManager:
     return km
 
 
-async def run(km: AsyncKernelManager, code: str, timeout: float = 30) -> tuple[str, dict[str, Any]]:
-    """The cell's printed output and its execute_reply content."""
-    client = km.client()
-    client.start_channels()
-    try:
-        await client.wait_for_ready(timeout=timeout)
-        out: list[str] = []
-
-        def hook(msg: dict[str, Any]) -> None:
-            if msg["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-
-        reply = await client.execute_interactive(code, output_hook=hook, timeout=timeout)
-        return "".join(out), reply["content"]
-    finally:
-        client.stop_channels()
-
-
-IDENTITY = (
-    "import os; print(os.getpid(), os.environ['PAI_JOB_NAME'], "
-    "os.environ['CUDA_VISIBLE_DEVICES'], 'x' in globals())"
-)
-
-
 async def kernel_jobs(backend: LocalBackend) -> list[JobDetail]:
     return [await backend.get_job(j.id) for j in await backend.list_jobs() if j.kind == "kernel"]
 
@@ -81,17 +55,6 @@ async def sleeper(backend: LocalBackend, name: str, gpus: int) -> str:
     spec = {"name": name, "gpus": gpus, "command": "sleep 600"}
     job = await backend.submit(parse_job(spec).job)
     return job.id
-
-
-async def eventually(check: Any, what: str, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def test_restart_keeps_the_job_and_its_gpus(backend: LocalBackend) -> None:

@@ -96,3 +96,27 @@ def test_kernel_job_holds_its_key_only_in_secrets(in_process: bool) -> None:
     assert 'JUPYTER_PAI_KERNEL_KEY="<% $secrets.kernelKey %>" exec ' in command
     assert ("-m jupyter_pai.kernels.launcher" in command) == in_process
     assert "s3cr3t-key" not in json.dumps(public_spec(job))
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "kernelspecs"
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in EXAMPLES.iterdir() if p.is_dir()), ids=str)
+def test_example_kernelspecs_are_what_the_cli_writes(folder: Path) -> None:
+    from jupyter_pai.config import PAIConfig
+    from jupyter_pai.kernels.jobspec import resolve_image
+    from jupyter_pai.kernels.kernelspec import kernelspec
+
+    spec = json.loads((folder / "kernel.json").read_text())
+    config = spec["metadata"]["kernel_provisioner"]["config"]
+    request = KernelRequest(
+        virtual_cluster=config["virtual_cluster"],
+        gpus=config["gpus"],
+        image=config.get("image", ""),
+        cpu=config.get("cpu"),
+        memory_mb=config.get("memory_mb"),
+        storages=tuple(config.get("storages", ())),
+    )
+    assert spec == kernelspec(request)
+    resolve_image(request.image, PAIConfig().images)  # a name of the default catalogue
+    assert f"{config['virtual_cluster']}, {config['gpus']} GPU" in spec["display_name"]
