@@ -100,7 +100,15 @@ async def check_magics_notebook(workdir: Path, client: Client) -> None:
     assert states == {"ranks": "SUCCEEDED", "failing": "FAILED"}, listing
 
     assert "[pai] submitted " in text_of(cells["detach"]) and "<Job " in text_of(cells["detach"])
+    detached = text_of(cells["detach"]).split("[pai] submitted ")[1].split()[0]
     assert text_of(cells["detached-result"]) == "SUCCEEDED\nin the background\n"
+    shown = text_of(cells["show"])
+    assert shown.split()[:2] == [detached, "SUCCEEDED"], shown
+    assert ["worker-0", "SUCCEEDED"] in [row.split()[:2] for row in shown.splitlines()], shown
+    assert text_of(cells["logs"]) == "in the background\n"
+    submitted = text_of(cells["submit"])
+    assert "submitted " in submitted and "~hello: SUCCEEDED" in submitted, submitted
+    assert submitted.endswith("hello magics\n"), submitted
     assert "[worker-0] rank defined in the job: False\n" in text_of(cells["isolated"])
     assert "default" in text_of(cells["vcs"])
 
