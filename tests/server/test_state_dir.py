@@ -147,7 +147,15 @@ async def test_stopping_a_job_whose_supervisor_died_ends_it_at_once(pai: PAIClie
 
     pid = await pai.wait_for(task_pid, "the task's pid", job_id=job_id)
     record = json.loads((pai.state_dir / "jobs" / job_id / "job.json").read_text())
-    os.kill(record["supervisor_pid"], signal.SIGKILL)
+    supervisor = record["supervisor_pid"]
+    os.kill(supervisor, signal.SIGKILL)
+
+    # Dead, not dying: the task starts before its supervisor has imported everything, and
+    # a process killed while it reads files from disk lingers a few ms on a loaded machine.
+    async def supervisor_dead() -> bool:
+        return not pid_alive(supervisor)
+
+    await pai.wait_for(supervisor_dead, "the supervisor to die", timeout=5)
     # No scheduling pass runs by itself here (housekeeping off, as in the CLI): the stop must
     # notice the dead supervisor, kill the task and end the job.
     stopped = await pai.stop(job_id)

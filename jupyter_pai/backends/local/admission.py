@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from ..models import JobState, TaskState
-from .launchplan import write_plan
+from .launchplan import discard_plan, write_plan
 from .processes import alive, signal_group
 from .records import JobRecord, now
 from .scheduler import Demand, VcPolicy, plan
@@ -175,6 +175,7 @@ def requeue(store: StateStore, rec: JobRecord) -> None:
     rec.preemptions += 1
     store.write_job(rec)
     store.preempt_marker(rec.id).unlink(missing_ok=True)
+    discard_plan(store, rec.id)
     store.add_event(
         rec.id,
         "Preempted",
@@ -220,6 +221,7 @@ def _heal(store: StateStore, rec: JobRecord, spawn: Spawner) -> None:
     rec.completed_time = now()
     rec.supervisor_pid = None
     store.write_job(rec)
+    discard_plan(store, rec.id)
     store.add_event(
         rec.id,
         "SupervisorLost",

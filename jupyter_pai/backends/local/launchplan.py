@@ -91,6 +91,12 @@ def read_plan(store: StateStore, job_id: str) -> LaunchPlan | None:
     return plan
 
 
+def discard_plan(store: StateStore, job_id: str) -> None:
+    """The attempt is over (ended, or requeued to be admitted afresh): the environment's
+    copy on disk goes with it."""
+    plan_path(store, job_id).unlink(missing_ok=True)
+
+
 def start_task(plan: LaunchPlan, key: str) -> subprocess.Popen[bytes]:
     """Start one task instance as its own process group, its output appended to its log."""
     task = plan["tasks"][key]

@@ -23,7 +23,7 @@ from ..completion import Decision, decide
 from ..models import JobState, TaskState
 from .admission import load_config, requeue, schedule
 from .bootstrap import early_signals
-from .launchplan import LaunchPlan, read_plan, start_task, write_plan
+from .launchplan import LaunchPlan, discard_plan, read_plan, start_task, write_plan
 from .processes import alive, group_running, signal_group, start_marker
 from .records import JobRecord, TaskRecord, now
 from .store import StateStore
@@ -302,6 +302,7 @@ class Supervisor:
             rec.preemption = None  # it ended before a preemption could requeue it
             self.store.write_job(rec)
             self.store.preempt_marker(self.job_id).unlink(missing_ok=True)
+            discard_plan(self.store, self.job_id)
             reason = "Stopped" if decision is None else decision.state.value.capitalize()
             self.event(reason, rec.sub_state or "", warning=rec.state == JobState.FAILED)
             schedule(self.store)
