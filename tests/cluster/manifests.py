@@ -158,14 +158,11 @@ USER_ROLE: Manifest = {
         {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
         {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": _ALL},
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _READ},
-        # Kueue (the `kueue` flavour): JobSets are the user's; Workloads (Kueue's, one per
-        # JobSet) and the namespace's LocalQueues are read only.
+        # Kueue (the `kueue` flavour): JobSets are the user's; Workloads are Kueue's, one
+        # per JobSet: the user may deactivate theirs (a stop); LocalQueues read only.
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _ALL},
-        {
-            "apiGroups": ["kueue.x-k8s.io"],
-            "resources": ["workloads", "localqueues"],
-            "verbs": _READ,
-        },
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_READ, "patch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": _READ},
     ],
 }
 

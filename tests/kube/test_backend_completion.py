@@ -4,6 +4,9 @@ Jobs are submitted with the CLI (a subprocess, ``jupyter pai submit``) as a user
 
 * volcano: no jupyter-pai process runs after the submission; Volcano's controller ends the
   job from the policies in the vcjob;
+* kueue: no jupyter-pai process runs after the submission; JobSet's controller ends the
+  job from its success/failure policies and its Jobs' ``successPolicy`` /
+  ``maxFailedIndexes`` (which count, so minFailedInstances 2 is the cluster's too);
 * native: batch Jobs cannot express the rule, so one started backend (nobody calling it)
   ends the job from its watch cache; ``submit --wait`` finishes the ending it starts.
 
@@ -224,6 +227,60 @@ async def test_volcano_min_failed_above_one_is_ended_by_a_running_backend(
     while _vcjob_phase(kube_cluster, base) != "Terminated":
         assert time.monotonic() < deadline, _vcjob_phase(kube_cluster, base)
         await asyncio.sleep(0.2)
+
+
+# -- kueue: the cluster alone (JobSet's policies) --------------------------------------------
+
+
+def _jobset_condition(cluster: TestCluster, base: str) -> str | None:
+    js = client.CustomObjectsApi(cluster.api()).get_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", base
+    )
+    for cond in (js.get("status") or {}).get("conditions") or []:
+        if cond["status"] == "True" and cond["type"] in ("Completed", "Failed"):
+            return str(cond["type"])
+    return None
+
+
+async def _wait_jobset(cluster: TestCluster, base: str, condition: str) -> None:
+    deadline = time.monotonic() + 10
+    while _jobset_condition(cluster, base) != condition:
+        assert time.monotonic() < deadline, _jobset_condition(cluster, base)
+        await asyncio.sleep(0.2)
+
+
+async def test_kueue_chief_success_ends_the_job_with_no_jupyter_pai_running(
+    kube_cluster: TestCluster, cli: Any
+) -> None:
+    job_id, base = cli.submit("kueue", CHIEF_WORKERS.format(name="kchief"))
+    took, from_exit = await _wait_decided_then_ended(kube_cluster, base, "chief", "Succeeded")
+    print(f"kueue chief: no pod Running {took:.1f}s after Succeeded ({from_exit:.1f}s after exit)")
+    await _wait_jobset(kube_cluster, base, "Completed")
+    shown = cli.show("kueue", job_id)
+    assert shown["state"] == "SUCCEEDED", shown
+    assert shown["subState"] == "1 of 1 chief instance(s) succeeded (minSucceededInstances=1)"
+    assert shown["exitCode"] == 0
+    assert all(t["state"] != "RUNNING" for t in shown["tasks"])
+
+
+@pytest.mark.parametrize(("min_failed", "fails"), [(1, "= 1"), (2, "!= 9")])
+async def test_kueue_failed_workers_fail_the_job_with_no_jupyter_pai_running(
+    kube_cluster: TestCluster, cli: Any, min_failed: int, fails: str
+) -> None:
+    """The worker Job's maxFailedIndexes (minFailedInstances - 1) fails it once that many
+    indexes failed; a failed Job fails the JobSet (maxRestarts 0), which ends the rest."""
+    job_id, base = cli.submit(
+        "kueue", WORKER_FAILS.format(name=f"kfail{min_failed}", min_failed=min_failed, fails=fails)
+    )
+    took, _ = await _wait_decided_then_ended(kube_cluster, base, "worker", "Failed")
+    print(f"kueue minFailedInstances={min_failed}: no pod Running {took:.1f}s after Failed")
+    await _wait_jobset(kube_cluster, base, "Failed")
+    shown = cli.show("kueue", job_id)
+    assert shown["state"] == "FAILED", shown
+    assert shown["subState"] == (
+        f"{min_failed} of 2 worker instance(s) failed (minFailedInstances={min_failed})"
+    )
+    assert shown["exitCode"] == 3
 
 
 # -- native: a running backend's watch, and the CLI ----------------------------------------

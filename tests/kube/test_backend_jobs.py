@@ -33,7 +33,7 @@ OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
 
 
 #: The flavours whose jobs run on the test cluster; every test that runs jobs runs per flavour.
-FLAVORS = ("native", "volcano")
+FLAVORS = ("native", "volcano", "kueue")
 
 
 @pytest.fixture(params=FLAVORS)
@@ -51,6 +51,7 @@ def _cleanup(cluster: TestCluster, namespace: str) -> None:
     for group, version, plural in (
         ("batch.volcano.sh", "v1alpha1", "jobs"),
         ("bus.volcano.sh", "v1alpha1", "commands"),
+        ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
     ):
         custom.delete_collection_namespaced_custom_object(
             group, version, namespace, plural, propagation_policy="Background"
@@ -86,8 +87,18 @@ async def backend(kube_cluster: TestCluster, flavor: str) -> AsyncIterator[Kuber
 
 def gang_sizes(cluster: TestCluster, flavor: str, base: str) -> list[int]:
     """The gang size of each pod group of job ``base``: kube-scheduler's PodGroups (native,
-    labelled with the job), or the one Volcano's controller made for the vcjob (owned by it)."""
+    labelled with the job), the one Volcano's controller made for the vcjob (owned by it),
+    or the pods of Kueue's Workload for the JobSet (admitted all at once)."""
     custom = client.CustomObjectsApi(cluster.api())
+    if flavor == "kueue":  # Kueue admits the Workload's pod sets (one per role) together
+        workloads = custom.list_namespaced_custom_object(
+            "kueue.x-k8s.io", "v1beta2", NS, "workloads"
+        )["items"]
+        return [
+            sum(int(p["count"]) for p in w["spec"]["podSets"])
+            for w in workloads
+            if any(o["name"] == base for o in w["metadata"].get("ownerReferences") or [])
+        ]
     if flavor == "volcano":
         groups = custom.list_namespaced_custom_object(
             "scheduling.volcano.sh", "v1beta1", NS, "podgroups"
@@ -251,11 +262,14 @@ async def test_a_job_over_the_queue_waits_with_a_reason_then_runs(
         second = await b.submit(
             parse_job(SLEEPER.format(name="more", vc="research", n=2, gpu=2)).job
         )
-        waiting = await wait_for(
-            b, second.id, lambda d: "queue research" in (d.waiting_reason or ""), 30
+        # Kueue reserves quota per ClusterQueue for admitted Workloads.
+        expected = (
+            "ClusterQueue research: 8 of 8 GPUs reserved, needs 4"
+            if flavor == "kueue"
+            else "queue research: 8 of 8 GPUs in use, needs 4"
         )
+        waiting = await wait_for(b, second.id, lambda d: d.waiting_reason == expected, 30)
         assert waiting.state == JobState.WAITING
-        assert waiting.waiting_reason == "queue research: 8 of 8 GPUs in use, needs 4"
         listed = {j.id: j for j in await b.list_jobs()}
         assert listed[second.id].waiting_reason == waiting.waiting_reason
         vcs = {v.name: v for v in await b.virtual_clusters()}

@@ -13,7 +13,9 @@ from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.kubernetes.pods import PodOptions
 from jupyter_pai.backends.kubernetes.resources import (
     BATCH_JOB,
-    JOBSET,
+    KUEUE_CLUSTER_QUEUE,
+    KUEUE_LOCAL_QUEUE,
+    KUEUE_WORKLOAD,
     PRIORITY_CLASS,
     RESOURCE_QUOTA,
     VOLCANO_COMMAND,
@@ -59,6 +61,30 @@ QUEUES: dict[Kind, list[dict[str, Any]]] = {
             "status": {"allocated": {"nvidia.com/gpu": "6"}},
         },
     ]
+}
+
+
+def _cluster_queue(name: str, nominal: int, reserved: int = 0) -> dict[str, Any]:
+    gpus = {"name": "nvidia.com/gpu", "nominalQuota": str(nominal)}
+    return {
+        "metadata": {"name": name},
+        "spec": {"resourceGroups": [{"flavors": [{"name": "gpu", "resources": [gpus]}]}]},
+        "status": {
+            "flavorsReservation": [
+                {
+                    "name": "gpu",
+                    "resources": [{"name": "nvidia.com/gpu", "total": str(reserved)}],
+                }
+            ]
+        },
+    }
+
+
+CLUSTER_QUEUES: dict[Kind, list[dict[str, Any]]] = {
+    KUEUE_CLUSTER_QUEUE: [_cluster_queue("default", 10000), _cluster_queue("research", 8, 6)],
+    KUEUE_LOCAL_QUEUE: [
+        {"metadata": {"name": vc}, "spec": {"clusterQueue": vc}} for vc in ("default", "research")
+    ],
 }
 PRIORITY_CLASSES: dict[Kind, list[dict[str, Any]]] = {
     PRIORITY_CLASS: [
@@ -128,14 +154,17 @@ def test_native_virtual_clusters_are_priority_classes_capped_by_quotas() -> None
     assert by_name["default"].capacity == CLUSTER
 
 
-@pytest.mark.parametrize("name", ["kueue", "hived"])
+@pytest.mark.parametrize("name", ["hived"])
 def test_flavours_without_a_listing_accept_any_virtual_cluster(name: str) -> None:
     f = flavor(name)
     assert f.virtual_clusters(objects({}), [], CLUSTER) is None
     f.check_virtual_cluster(JOB, None)
 
 
-@pytest.mark.parametrize(("name", "listing"), [("volcano", QUEUES), ("native", PRIORITY_CLASSES)])
+@pytest.mark.parametrize(
+    ("name", "listing"),
+    [("volcano", QUEUES), ("native", PRIORITY_CLASSES), ("kueue", CLUSTER_QUEUES)],
+)
 def test_submission_checks_against_the_listed_virtual_clusters(
     name: str, listing: dict[Kind, list[dict[str, Any]]]
 ) -> None:
@@ -193,7 +222,13 @@ def test_stop_steps_per_flavour() -> None:
     assert [(s.op, s.kind) for s in native] == [("patch", BATCH_JOB)] * 2 + [("delete_pods", None)]
     assert all(s.body == {"spec": {"suspend": True}} for s in native[:2])
     (kueue,) = flavor("kueue").stop_steps(primary, NAMES)
-    assert (kueue.op, kueue.kind, kueue.body) == ("patch", JOBSET, {"spec": {"suspend": True}})
+    # Kueue resumes an admitted JobSet that is suspended: its Workload is deactivated.
+    assert (kueue.op, kueue.kind, kueue.name, kueue.body) == (
+        "patch_owned",
+        KUEUE_WORKLOAD,
+        NAMES.base,
+        {"spec": {"active": False}},
+    )
     assert [s.op for s in flavor("hived").stop_steps(primary, NAMES)] == ["delete_pods"]
 
 

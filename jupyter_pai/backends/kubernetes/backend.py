@@ -7,6 +7,7 @@ scheduler does its own way the flavour (:mod:`.flavors`)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from ..models import (
     Resources,
     Storage,
     StorageListing,
+    TaskStatus,
     VirtualCluster,
 )
+from ..taskports import PortAddress
 from . import connect, vcs
 from .flavors import FLAVORS, Flavor
 from .joblifecycle import JobLifecycle
@@ -38,6 +41,7 @@ from .logarchive import LogArchiver
 from .logs import task_log
 from .naming import make_names
 from .pods import PodOptions
+from .portforward import TaskPortForwards
 from .resources import NODE
 from .rest import ApiError, Rest, path
 from .states import job_view
@@ -141,6 +145,7 @@ class KubernetesBackend(Backend):
         self.rest: Rest | None = None
         self._api: Any = None
         self.helpers: HelperPods | None = None
+        self.port_forwards = TaskPortForwards(self)
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -166,6 +171,7 @@ class KubernetesBackend(Backend):
         await self.archiver.drain()
         if self.helpers is not None:
             await self.helpers.close()  # no helper pod outlives the server
+        await self.port_forwards.close()
         await self.cache.stop()
         if self._api is not None:
             await self._api.close()
@@ -208,9 +214,22 @@ class KubernetesBackend(Backend):
             pair = generate_key_pair(f"jupyter-pai job {names.job_id}")
             add_job_key(built.objects, names, pair)
         primary = await self.lifecycle.create(built.objects, built.primary, names)
+        await self._until_cached(names.job_id)
         view = job_view(job, names, primary, [])
         view.waiting_reason = "submitted; waiting for the scheduler"
         return detail(primary, job, names, view)
+
+    async def _until_cached(self, job_id: str, timeout: float = 5.0) -> None:
+        """Read your writes: a job just created is in the watch cache (milliseconds
+        later) before submit returns, so asking for it at once does not answer 404. A
+        cache that lags longer (a broken watch) is not waited for beyond ``timeout``."""
+        reflector = self.cache["primary"]
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.views.taken(job_id):
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            await reflector.changed(min(left, 0.1))
 
     async def stop_job(self, job_id: str) -> JobDetail:
         primary, d = await self.lifecycle.stop(job_id, self.user)
@@ -219,6 +238,17 @@ class KubernetesBackend(Backend):
     async def logs(self, job_id: str, query: LogQuery) -> LogStream:
         d = self.views.view(self.views.primary(job_id))
         return await task_log(self._rest(), self.namespace, job_id, d.job, d.names, d.view, query)
+
+    async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
+        # The pod's IP is not reachable from outside the cluster: the API server forwards.
+        d = self.views.view(self.views.primary(job.id))
+        pod = next(
+            (t.pod for t in d.view.tasks if (t.role, t.index) == (task.role, task.index)), None
+        )
+        if pod is None:
+            raise Unavailable(f"task {task.role}-{task.index} of job {job.id} has no pod yet")
+        self._rest()
+        return PortAddress("127.0.0.1", await self.port_forwards.local_port(pod, port))
 
     # -- virtual clusters ----------------------------------------------------------------
 

@@ -184,6 +184,11 @@ class JobLifecycle:
         elif step.op == "patch" and step.kind is not None and step.name:
             with contextlib.suppress(ApiError):
                 await rest.patch(step.kind, ns, step.name, step.body)
+        elif step.op == "patch_owned" and step.kind is not None and step.name:
+            # Objects the scheduler made for the job (owned by its primary, ``name``).
+            for obj in self.views.owned(step.kind, step.name):
+                with contextlib.suppress(ApiError):
+                    await rest.patch(step.kind, ns, obj["metadata"]["name"], step.body)
         elif step.op == "delete_pods":
             await rest.call(
                 "DELETE",

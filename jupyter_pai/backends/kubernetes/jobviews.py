@@ -179,6 +179,11 @@ class JobViews:
             )
         return out
 
+    def owned(self, kind: Kind, owner: str) -> list[Obj]:
+        """The watched objects of one of the flavour's namespaced kinds owned by (or
+        labelled with) ``owner``."""
+        return list(self.cache[self._kinds[kind]].by_index(owner))
+
     def _events(self, names: JobNames, primary: Obj, related: dict[Kind, list[Obj]]) -> list[Obj]:
         about = {primary["metadata"]["name"], names.base}
         about |= {p["metadata"]["name"] for _, _, p in self.pods(names)}

@@ -41,7 +41,9 @@ VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups
 VOLCANO_QUEUE = Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", namespaced=False)
 VOLCANO_COMMAND = Kind("bus.volcano.sh/v1alpha1", "Command", "commands")
 JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets")
-KUEUE_LOCAL_QUEUE = Kind("kueue.x-k8s.io/v1beta1", "LocalQueue", "localqueues")
+KUEUE_LOCAL_QUEUE = Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues")
+KUEUE_WORKLOAD = Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads")
+KUEUE_CLUSTER_QUEUE = Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", False)
 
 BY_KIND = {
     (k.api_version, k.kind): k
@@ -63,6 +65,8 @@ BY_KIND = {
         VOLCANO_COMMAND,
         JOBSET,
         KUEUE_LOCAL_QUEUE,
+        KUEUE_WORKLOAD,
+        KUEUE_CLUSTER_QUEUE,
     )
 }
 

@@ -3,7 +3,7 @@
 Pure functions over plain dicts (objects as the API returns them), so every rule is unit
 tested without a cluster. Task states come from pods (the truth on every flavour); the job
 state from OpenPAI's completion policy over the tasks, the stop mark, and the workload's
-own phase where it has one (Volcano)."""
+own phase where it has one (Volcano's, a JobSet's terminal condition)."""
 
 from __future__ import annotations
 
@@ -227,8 +227,9 @@ def job_view(
     annotations = (primary.get("metadata") or {}).get("annotations") or {}
     status = primary.get("status") or {}
     volcano_phase = (status.get("state") or {}).get("phase") if "state" in status else None
+    jobset_end = jobset_terminal(status)
     stop = bool(annotations.get(ANN_STOP)) or volcano_phase in ("Aborting", "Aborted")
-    ending = volcano_phase in VOLCANO_ENDING
+    ending = volcano_phase in VOLCANO_ENDING or jobset_end is not None
     tasks = tasks_from_pods(job, names, pods, stopped=stop, killed=ending, archives=archives)
     active = [
         p["metadata"]["name"]
@@ -241,7 +242,7 @@ def job_view(
         state=JobState.WAITING,
         sub_state=volcano_phase,
         tasks=tasks,
-        retries=int(status.get("retryCount") or 0),
+        retries=int(status.get("retryCount") or status.get("restarts") or 0),
         launched=min(started) if started else None,
         completed=max(ended) if ended else None,
         active_pods=active,
@@ -280,12 +281,25 @@ def job_view(
         view.state = VOLCANO_PHASES[volcano_phase]
         view.exit_code = 0 if view.state == JobState.SUCCEEDED else 1
         return view
+    if jobset_end is not None:
+        view.state = jobset_end
+        view.exit_code = 0 if view.state == JobState.SUCCEEDED else 1
+        return view
     if any(t.state == TaskState.RUNNING for t in tasks) or any(t.state.terminal for t in tasks):
         view.state = JobState.RUNNING
         return view
     view.state = JobState.WAITING
     view.waiting_reason = waiting_reason or "waiting for the scheduler to place the job's pods"
     return view
+
+
+def jobset_terminal(status: Obj) -> JobState | None:
+    """A JobSet's end as its controller decided it (its ``Completed`` / ``Failed``
+    condition), None while it goes on (or for any other kind)."""
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in ("Completed", "Failed"):
+            return JobState.SUCCEEDED if cond["type"] == "Completed" else JobState.FAILED
+    return None
 
 
 # -- why a job waits ----------------------------------------------------------------------

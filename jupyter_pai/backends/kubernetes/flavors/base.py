@@ -51,7 +51,8 @@ class Built:
 
 @dataclass(frozen=True)
 class StopStep:
-    """One API call of a stop: ``create`` a manifest, ``patch`` an object, or
+    """One API call of a stop: ``create`` a manifest, ``patch`` an object,
+    ``patch_owned`` (every watched object of ``kind`` owned by the object ``name``), or
     ``delete_pods`` (the job's pods, by label)."""
 
     op: str

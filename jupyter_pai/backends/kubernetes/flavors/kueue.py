@@ -1,33 +1,73 @@
 """Kueue: a JobSet (one replicated Job per task role) labelled with the LocalQueue of the
-virtual cluster. Kueue admits the whole JobSet at once (quota gang), and JobSet gives the
-pods stable names in the headless Service it creates (``<jobset>-<role>-0-<index>``).
+virtual cluster. Kueue admits the whole JobSet at once against its ClusterQueue's GPU
+quota (a quota gang; kube-scheduler then places each role's Indexed Job as a gang), and
+JobSet gives the pods stable names in the headless Service it creates
+(``<jobset>-<role>-0-<index>``). Created suspended; Kueue resumes it on admission, and
+suspends it again when it preempts it (the pods go, the JobSet waits in the queue and
+runs again when readmitted).
 
-* created suspended; Kueue resumes it on admission;
-* ``taskRetryCount`` → ``backoffLimitPerIndex``; ``jobRetryCount`` → ``failurePolicy.maxRestarts``;
-* roles whose ``minSucceededInstances`` is all instances complete the job (``successPolicy``);
+OpenPAI's completion policy is written into the JobSet and its Jobs, so JobSet's
+controller ends a decided job with no jupyter-pai process running:
 
-Stop suspends the JobSet.
+* ``taskRetryCount`` → each Job's ``backoffLimitPerIndex``;
+* ``minFailedInstances`` n ≥ 1 → the Job's ``maxFailedIndexes: n - 1`` (the Job fails
+  when n indexes have failed for good), and any failed Job fails the JobSet, or restarts
+  it while ``failurePolicy.maxRestarts`` (= ``jobRetryCount``) allows;
+* ``minSucceededInstances`` n ≥ 1 → the Job's ``successPolicy`` (n succeeded indexes
+  complete it), and the JobSet's ``successPolicy: Any`` over those roles completes the
+  JobSet when one of them completes;
+* -1 → nothing: a failed Job of such a role still fails the JobSet (JobSet has no rule
+  that ignores a Job's failure), so such jobs are left to a running backend.
+
+Stop deactivates the job's Workload (``spec.active: false``, what Kueue's own docs do):
+Kueue evicts it and suspends the JobSet, whose Jobs delete their running pods. Suspending
+the JobSet ourselves would not do: Kueue resumes an admitted job that is suspended. A
+user therefore needs ``patch`` on Workloads in their namespace (the test cluster grants
+it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ....spec.protocol import JobProtocol
+from ...completion import Decision
+from ...models import JobSummary, Resources, VirtualCluster
+from .. import vcs
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, pod_template, secret_manifest
-from ..resources import JOBSET, KUEUE_LOCAL_QUEUE, Kind
-from .base import Built, Flavor, StopStep, primary_metadata
+from ..resources import JOBSET, KUEUE_CLUSTER_QUEUE, KUEUE_LOCAL_QUEUE, KUEUE_WORKLOAD, Kind
+from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
+from .kueue_queues import local_queue_targets, queue_virtual_clusters, workload_reason
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
 
+def enforced(job: JobProtocol) -> frozenset[tuple[str, str]]:
+    """The (role, rule) decisions JobSet's policies act on by themselves."""
+    out: set[tuple[str, str]] = set()
+    for role, spec in job.task_roles.items():
+        if spec.min_failed >= 1:
+            out.add((role, "failed"))
+        if spec.min_succeeded >= 1:
+            out.add((role, "succeeded"))
+    return frozenset(out)
+
+
 class KueueFlavor(Flavor):
     name = "kueue"
     primary_kind = JOBSET
-    extra_kinds: ClassVar[tuple[Kind, ...]] = (KUEUE_LOCAL_QUEUE,)
+    # Kueue makes the Workload (owned by the JobSet); LocalQueues are the admin's.
+    foreign_kinds: ClassVar[tuple[Kind, ...]] = (KUEUE_WORKLOAD, KUEUE_LOCAL_QUEUE)
+    cluster_kinds: ClassVar[tuple[Kind, ...]] = (KUEUE_CLUSTER_QUEUE,)
     index_annotation = INDEX_ANNOTATION
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # VC (LocalQueue) → ClusterQueue, as the last VC listing saw them.
+        self._targets: dict[str, str] = {}
 
     def peer_host(self, names: JobNames, role: str, index: int) -> str:
         return f"{names.role_object(role)}-0-{index}.{names.service}"
@@ -44,6 +84,17 @@ class KueueFlavor(Flavor):
                 index_annotation=INDEX_ANNOTATION,
                 peer_host=self.peer_host,
             )
+            job_spec: dict[str, Any] = {
+                "completionMode": "Indexed",
+                "completions": spec.instances,
+                "parallelism": spec.instances,
+                "backoffLimitPerIndex": spec.task_retry_count,
+                "template": template,
+            }
+            if spec.min_failed >= 1:
+                job_spec["maxFailedIndexes"] = spec.min_failed - 1
+            if 1 <= spec.min_succeeded < spec.instances:
+                job_spec["successPolicy"] = {"rules": [{"succeededCount": spec.min_succeeded}]}
             replicated.append(
                 {
                     "name": names.roles[role],
@@ -52,19 +103,11 @@ class KueueFlavor(Flavor):
                         "metadata": {
                             "labels": {**labels, "jupyter-pai.io/role": names.roles[role]}
                         },
-                        "spec": {
-                            "completionMode": "Indexed",
-                            "completions": spec.instances,
-                            "parallelism": spec.instances,
-                            "backoffLimitPerIndex": spec.task_retry_count,
-                            "template": template,
-                        },
+                        "spec": job_spec,
                     },
                 }
             )
-        complete = [
-            names.roles[r] for r, s in job.task_roles.items() if s.min_succeeded == s.instances
-        ]
+        complete = [names.roles[r] for r, s in job.task_roles.items() if s.min_succeeded >= 1]
         spec_: dict[str, Any] = {
             "suspend": True,
             "network": {"enableDNSHostnames": True, "subdomain": names.service},
@@ -86,4 +129,51 @@ class KueueFlavor(Flavor):
         return Built(objects=objects, primary=len(objects) - 1)
 
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
-        return [StopStep("patch", JOBSET, names.base, {"spec": {"suspend": True}})]
+        deactivate = {"spec": {"active": False}}
+        return [StopStep("patch_owned", KUEUE_WORKLOAD, primary["metadata"]["name"], deactivate)]
+
+    def ends_itself(self, job: JobProtocol, decision: Decision) -> bool:
+        return (decision.role, decision.rule) in enforced(job)
+
+    def ending_steps(
+        self, primary: Manifest, names: JobNames, decision: Decision
+    ) -> list[StopStep]:
+        return self.stop_steps(primary, names)
+
+    def virtual_clusters(
+        self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
+    ) -> list[VirtualCluster] | None:
+        local = objects(KUEUE_LOCAL_QUEUE)
+        self._targets = local_queue_targets(local)
+        return queue_virtual_clusters(
+            local,
+            objects(KUEUE_CLUSTER_QUEUE),
+            jobs,
+            cluster if cluster is not None else vcs.UNLIMITED,
+            self.options.gpu_resource,
+        )
+
+    def waiting_reason(
+        self,
+        job: JobProtocol,
+        *,
+        vc: VirtualCluster | None,
+        events: Sequence[Manifest],
+        related: Mapping[Kind, list[Manifest]],
+        peers: Mapping[str, VirtualCluster] | None = None,
+    ) -> str:
+        workloads = sorted(
+            related.get(KUEUE_WORKLOAD) or [],
+            key=lambda w: str(w["metadata"].get("creationTimestamp") or ""),
+        )
+        reason = workload_reason(
+            job,
+            workloads[-1] if workloads else None,
+            vc,
+            self._targets.get(job.virtual_cluster),
+        )
+        if reason:
+            return reason
+        # Admitted: the nodes decide now; Kueue's own events are about the quota, done.
+        pods = [e for e in events if (e.get("involvedObject") or {}).get("kind") != "Workload"]
+        return super().waiting_reason(job, vc=vc, events=pods, related=related, peers=peers)
