@@ -167,6 +167,17 @@ async def prepare(
         local = getattr(backend, "storages_config", {}).get(store, {}).get("path")
         if backend.name == "local" and local:
             mount = os.path.realpath(local)  # noqa: ASYNC240 — no I/O worth a thread
+    if not storage and backend.name != "local":
+        # A pod cannot write into this machine's files: the result would be lost.
+        raise SpecError(
+            [
+                FieldError(
+                    "storage",
+                    f"on the {backend.name} backend a notebook job writes the executed notebook "
+                    "into a storage: name one (NAME or NAME/folder)",
+                )
+            ]
+        )
     python = shlex.quote(sys.executable) if backend.name == "local" else "python3"
     return await asyncio.to_thread(
         notebook_job,

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
+import nbformat
 import pytest
 from traitlets.config import Config
 
@@ -76,3 +78,12 @@ async def test_stop_from_a_running_loop(client: Client) -> None:
     final = await job.wait_async(60)
     assert final.state is JobState.STOPPED
     assert await asyncio.wait_for(client.jobs_async(state="STOPPED"), 30)
+
+
+def test_a_notebook_job_needs_a_storage_on_the_cluster(client: Client, tmp_path: Path) -> None:
+    """A pod cannot write beside the source on this machine: refused, nothing created."""
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "nb.ipynb")
+    with pytest.raises(SpecError) as refused:
+        client.submit_notebook(tmp_path / "nb.ipynb")
+    assert refused.value.errors[0].path == "storage"
+    assert client.jobs() == []
