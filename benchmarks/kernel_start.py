@@ -3,7 +3,11 @@
 kernelspec on the same machine (the baseline), alternating, with a free GPU.
 
     python benchmarks/kernel_start.py --runs 10
+    python benchmarks/kernel_start.py --runs 10 --kube [--cluster-dir DIR]
 
+``--kube`` also measures the ``pai`` kernel on the test cluster (tests/cluster, its own
+unless ``--cluster-dir`` names a running one), per flavour: a one-pod job on the runner
+node with a free GPU, reached through the API server's port-forward; goal <= 3 s.
 Each kernel is shut down (its job stopped, GPUs freed) before the next starts.
 """
 
@@ -20,6 +24,7 @@ import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,9 +45,9 @@ def write_specs(folder: Path, vc: str = "default") -> None:
         (folder / "kernels" / name / "kernel.json").write_text(json.dumps(spec))
 
 
-async def start_to_info(name: str) -> float:
+async def start_to_info(name: str, config: Config | None = None) -> float:
     """Seconds from start_kernel to the first kernel_info_reply."""
-    km = AsyncKernelManager(kernel_name=name)
+    km = AsyncKernelManager(kernel_name=name, config=config or Config())
     t0 = time.perf_counter()
     await km.start_kernel()
     client = km.client()
@@ -74,9 +79,32 @@ async def local(runs: int) -> dict[str, list[float]]:
     return times
 
 
+async def on_cluster(kubeconfig: str, flavor: str, runs: int) -> list[float]:
+    from jupyter_pai.kernels.backends import close_backends
+    from tests.cluster import manifests
+
+    config = Config(
+        {
+            "PAIConfig": {"backend": "kubernetes"},
+            "KubernetesBackend": {
+                "kubeconfig": kubeconfig,
+                "flavor": flavor,
+                "user": "alice",
+                "node_selector": {manifests.RUNNER_LABEL: "true"},
+            },
+        }
+    )
+    try:
+        return [await start_to_info("pai-bench", config) for _ in range(runs + 1)][1:]
+    finally:
+        await close_backends()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--kube", action="store_true", help="also on the test cluster")
+    parser.add_argument("--cluster-dir", help="a running cluster (tests.cluster up --dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -95,6 +123,14 @@ def main() -> None:
         print(f"  plain ipykernel kernelspec:                      {summary(plain)}")
         ratio = statistics.median(pai) / statistics.median(plain)
         print(f"  ratio pai / plain (medians): {ratio:.2f}x (goal <= 1.5x)")
+        if args.kube:
+            from benchmarks.kube_cluster import cluster
+
+            with cluster(args.cluster_dir) as state:
+                for flavor in ("native", "volcano"):
+                    took = asyncio.run(on_cluster(str(state.users["alice"]), flavor, args.runs))
+                    print(f"test cluster, flavour {flavor}, {args.runs} runs (goal <= 3 s)")
+                    print(f"  pai kernelspec, pod through port-forward: {summary(took)}")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ class LauncherControl:
         while True:
             try:
                 return await self.request(
-                    "ping", timeout=min(1.0, max(0.1, deadline - time.monotonic()))
+                    "ping", timeout=min(0.25, max(0.1, deadline - time.monotonic()))
                 )
             except LauncherUnreachable:
                 if time.monotonic() >= deadline:

@@ -31,6 +31,8 @@ from .launcher import PORT_NAMES
 from .queue import queue_status
 
 STOP_WAIT_SECONDS = 15.0
+#: How often a waiting kernel's status is worked out again (users see it within 2 s).
+STATUS_SECONDS = 1.0
 
 
 class KernelStartError(RuntimeError):
@@ -142,7 +144,7 @@ class PAIProvisioner(KernelProvisionerBase):
 
     async def _wait_until_running(self, detail: JobDetail) -> JobDetail:
         backend, _ = await backend_for(self.parent)
-        started = time.monotonic()
+        started = next_status = time.monotonic()
         pause = 0.02
         while True:
             if detail.state == JobState.RUNNING and detail.tasks[0].state == TaskState.RUNNING:
@@ -154,7 +156,8 @@ class PAIProvisioner(KernelProvisionerBase):
                 raise KernelStartError(
                     f"the kernel's job {detail.id} ended before it started: {why}"
                 )
-            if detail.state == JobState.WAITING:
+            if detail.state == JobState.WAITING and time.monotonic() >= next_status:
+                next_status = time.monotonic() + STATUS_SECONDS
                 status = await queue_status(backend, detail)
                 if status != self.status:
                     self.status = status
@@ -166,7 +169,7 @@ class PAIProvisioner(KernelProvisionerBase):
                         f"(PAIProvisioner.queue_limit_seconds): {status}"
                     )
             await asyncio.sleep(pause)
-            pause = min(0.5, pause * 1.5)  # quick when GPUs are free, light when queued
+            pause = min(0.25, pause * 1.5)  # quick when GPUs are free, light when queued
             try:
                 detail = await backend.get_job(detail.id)
             except NotFound:
