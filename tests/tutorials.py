@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -87,29 +88,38 @@ def widget_models(nb: Mapping[str, Any]) -> dict[str, Any]:
     return {mid: model["state"] for mid, model in state.items()}
 
 
-def check_getting_started(nb: Mapping[str, Any]) -> None:
-    """What examples/getting-started.ipynb must have printed on the local backend with 4
-    simulated GPU slots and nothing else running."""
+def check_getting_started(nb: Mapping[str, Any], backend: str = "local") -> None:
+    """What examples/getting-started.ipynb must have printed with nothing else running:
+    on the local backend with 4 simulated GPU slots, or on the test cluster (``backend``
+    ``kubernetes``), where GPUs are the scheduler's to pick and not named to the pods."""
+    local = backend == "local"
     setup = text(cell(nb, "from jupyter_pai import Client"))
-    assert "backend: local" in setup and "GPU slots: 4" in setup, setup
-    assert "VC default: 4 of 4 GPUs free" in setup, setup
+    assert f"backend: {backend}," in setup, setup
+    free = re.search(r"VC default: (\d+) of (\d+) GPUs free", setup)
+    assert free and free[1] == free[2] and int(free[1]) >= 2, setup
+    if local:
+        assert "GPU slots: 4" in setup and free[1] == "4", setup
 
     hello = text(cell(nb, "import time"))
     assert "SUCCEEDED" in hello, hello
-    assert "[worker-0] hello from rank 0 of 2 on GPU 0" in hello, hello
-    assert "[worker-1] hello from rank 1 of 2 on GPU 1" in hello, hello
+    gpu = (" on GPU 0", " on GPU 1") if local else ("", "")
+    assert f"[worker-0] hello from rank 0 of 2{gpu[0]}" in hello, hello
+    assert f"[worker-1] hello from rank 1 of 2{gpu[1]}" in hello, hello
     job_id = hello.split()[0]
 
     events = text(cell(nb, "for event in job.events()"))
-    assert "Scheduled: all 2 task(s) admitted together; GPUs 0,1" in events, events
-    assert "Succeeded: 2 of 2 worker instance(s) succeeded" in events, events
+    assert "Scheduled" in events, events
+    if local:
+        assert "Scheduled: all 2 task(s) admitted together; GPUs 0,1" in events, events
+        assert "Succeeded: 2 of 2 worker instance(s) succeeded" in events, events
 
     vcs = text(cell(nb, "%load_ext jupyter_pai"))
     assert "default" in vcs and "GPUS FREE" in vcs, vcs
 
     run = text(cell(nb, "%%pai run --instances 2"))
-    assert "[worker-0] rank 0 of 2, GPU 0" in run, run
-    assert "[worker-1] rank 1 of 2, GPU 1" in run, run
+    for rank in (0, 1):
+        line = f"[worker-{rank}] rank {rank} of 2, GPU {rank}" if local else f"rank {rank} of 2,"
+        assert line in run, run
     assert "SUCCEEDED" in run, run
 
     jobs = text(cell(nb, "%pai jobs"))
@@ -121,8 +131,11 @@ def check_getting_started(nb: Mapping[str, Any]) -> None:
     for shown in (launcher, monitor):
         assert shown[WIDGET_VIEW]["model_id"] in models, "widget state was not saved"
     labels = [m.get("options", m.get("_options_labels")) for m in models.values()]
-    assert any(isinstance(o, list) and "default — 4 of 4 GPUs free" in o for o in labels), (
-        "the launcher's VC picker does not show the VC's free GPUs"
+    # Ended pods may still hold their GPUs for a moment on the cluster.
+    free_now = free[1] if local else r"\d+"
+    picker = re.compile(f"default — {free_now} of {free[2]} GPUs free")
+    assert any(isinstance(o, list) and any(picker.fullmatch(x) for x in o) for o in labels), (
+        f"the launcher's VC picker does not show {picker.pattern!r}: {labels}"
     )
     names = {m.get("description") for m in models.values()}
     assert job_id.split("~")[1] in names, "the monitor does not list the hello job"
