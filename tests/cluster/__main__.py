@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave Kueue and JobSet out (their CRDs, webhooks, queues and managers)",
     )
+    up.add_argument(
+        "--no-hived",
+        action="store_true",
+        help="leave HiveD out (hivedscheduler and its kube-scheduler, priority classes)",
+    )
     for name in ("down", "status"):
         sub = commands.add_parser(name)
         sub.add_argument("--dir", type=Path, default=None)
@@ -63,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             print(build.ensure_volcano())
             print(prebuilt.ensure(prebuilt.KUEUE))
             print(prebuilt.ensure(prebuilt.JOBSET))
+            print(prebuilt.ensure(prebuilt.HIVED))
         except build.BuildError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
@@ -77,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             runner_pool=runner if runner.count else None,
             volcano=not args.no_volcano,
             kueue=not args.no_kueue,
+            hived=not args.no_hived,
         )
         state = plane.up(options)
         print(

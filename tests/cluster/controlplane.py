@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from . import build, kube, kueue, kwokconfig, manifests, pki, prebuilt, processes, volcano
+from . import build, hived, kube, kueue, kwokconfig, manifests, pki, prebuilt, processes, volcano
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_FILE = "state.json"
@@ -62,6 +62,8 @@ class Options:
     volcano: bool = True
     # Kueue's and JobSet's managers, CRDs, webhooks and queues.
     kueue: bool = True
+    # HiveD and the kube-scheduler that uses it as its extender.
+    hived: bool = True
 
     @classmethod
     def runner_only(cls, runner_pool: manifests.NodeShape | None = None) -> Options:
@@ -114,9 +116,10 @@ class ControlPlane:
             if options.kueue
             else None
         )
+        hived_dir = prebuilt.ensure(prebuilt.HIVED) if options.hived else None
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            state = self._start(bin_dir, assets, volcano_dir, kueue_dirs, options)
+            state = self._start(bin_dir, assets, volcano_dir, kueue_dirs, hived_dir, options)
         except Exception as error:
             logs = self._log_tails()
             self.down()
@@ -209,6 +212,7 @@ class ControlPlane:
         assets: Path,
         volcano_dir: Path | None,
         kueue_dirs: tuple[Path, Path] | None,
+        hived_dir: Path | None,
         options: Options,
     ) -> State:
         d = self.directory
@@ -246,6 +250,8 @@ class ControlPlane:
                 "vc-scheduler",
                 "vc-scheduler-healthz",
                 *kueue.PORTS,
+                "hived",
+                "hived-scheduler",
             )
         }
         server = f"https://127.0.0.1:{ports['apiserver']}"
@@ -431,6 +437,29 @@ class ControlPlane:
             self._start_volcano(api, volcano_dir, volcano_crds, ports, ca, admin_kubeconfig, launch)
         if kueue_dirs is not None:
             kueue.start(api, d, *kueue_dirs, ports, ca, admin_kubeconfig, launch)
+        if hived_dir is not None:
+            kube.apply(api, hived.priority_classes())
+            hived.write(
+                d / "hived" / "hivedscheduler.yaml",
+                hived.config(
+                    admin_kubeconfig, ports["hived"], options.gpu_pool, options.runner_pool
+                ),
+            )
+            launch(
+                "hivedscheduler",
+                hived.hived_argv(hived_dir / "bin" / "hivedscheduler"),
+                cwd=d / "hived",
+            )
+            config = hived.write(
+                d / "hived" / "scheduler.yaml",
+                hived.scheduler_config(admin_kubeconfig, ports["hived"]),
+            )
+            launch(
+                "hived-kube-scheduler",
+                hived.scheduler_argv(
+                    bin_dir / "kube-scheduler", config, ports["hived-scheduler"], d / "apiserver"
+                ),
+            )
         core = kube.core(api)
         processes.wait_until(
             lambda: _ready_nodes(core) >= set(gpu_nodes + runner_nodes),
@@ -456,6 +485,14 @@ class ControlPlane:
             _wait_volcano(api, ports, died)
         if kueue_dirs is not None:
             kueue.wait(api, ports, died)
+        if hived_dir is not None:
+            processes.wait_until(
+                lambda: hived.vcs_served(ports["hived"]), 60, "HiveD's VCs served", alive=died
+            )
+            url = f"https://127.0.0.1:{ports['hived-scheduler']}/healthz"
+            processes.wait_until(
+                lambda: _http_get(url) == b"ok", 60, "hived-kube-scheduler /healthz", alive=died
+            )
         if runner_nodes:
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(

@@ -104,6 +104,17 @@ def _key(lookup: Lookup, kind: str, namespace: str, ref: Obj) -> str | None:
     return data[ref["key"]]
 
 
+# HiveD writes the GPUs (leaf cells) it bound a pod to on the pod: "0,1".
+HIVED_ISOLATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
+
+
+def gpu_env(pod: Obj) -> dict[str, str]:
+    """What a GPU container runtime would give the process: the devices HiveD chose, as
+    `CUDA_VISIBLE_DEVICES` (the pod's own env may still set it)."""
+    isolation = ((pod.get("metadata") or {}).get("annotations") or {}).get(HIVED_ISOLATION)
+    return {"CUDA_VISIBLE_DEVICES": isolation} if isolation is not None else {}
+
+
 def container_env(pod: Obj, container: Obj, lookup: Lookup) -> dict[str, str]:
     """The variables the container sees, in Kubernetes' order: envFrom, then env."""
     namespace = pod["metadata"]["namespace"]

@@ -145,3 +145,12 @@ JOBSET = Component(
     parts=("config/crd/bases", "config/webhook"),
     holds="bin/jobset-manager.xz and config/",
 )
+HIVED = Component(
+    title="HiveD",
+    folder="hivedscheduler",
+    version=versions.HIVED,
+    env="JUPYTER_PAI_HIVED_DIR",
+    binaries=("hivedscheduler",),
+    parts=(),
+    holds="bin/hivedscheduler.xz",
+)

@@ -303,7 +303,11 @@ class Runner:
         try:
             claims = self._claim_folders(pod)
             for item in spec["containers"]:
-                env = self._base_env(pod, run) | podenv.container_env(pod, item, self.lookup)
+                env = (
+                    self._base_env(pod, run)
+                    | podenv.gpu_env(pod)
+                    | podenv.container_env(pod, item, self.lookup)
+                )
                 argv = podenv.container_argv(item, env)
                 mounts, read_only = self._mount_views(workdir, item, claims)
                 env[MOUNTS_ENV] = json.dumps(mounts)

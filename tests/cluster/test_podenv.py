@@ -80,3 +80,9 @@ def test_hosts_block_is_replaced_and_removed(tmp_path: Path) -> None:
     assert "127.73.0.6 w-0.peers.alice.svc.cluster.local" in text
     hostsfile.remove_block("m", hosts)
     assert hosts.read_text() == "127.0.0.1 localhost\n"
+
+
+def test_hived_binding_becomes_cuda_visible_devices() -> None:
+    bound = {"metadata": {"annotations": {podenv.HIVED_ISOLATION: "2,3"}}}
+    assert podenv.gpu_env(bound) == {"CUDA_VISIBLE_DEVICES": "2,3"}
+    assert podenv.gpu_env({"metadata": {}}) == {}

@@ -15,6 +15,8 @@ VOLCANO = "v1.15.1"
 # Kueue and JobSet likewise (`prebuilt.py`).
 KUEUE = "v0.19.2"
 JOBSET = "v0.12.0"
+# HiveD: upstream's last commit (2020), no release tag.
+HIVED = "66f26ac"
 
 GOMOD_DIR = Path(__file__).parent / "gomod"
 

@@ -8,19 +8,26 @@ A ConfigMap stands for the job (HiveD has no job object); stop deletes the pods.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from ....spec.protocol import PRIORITY_CLASSES, JobProtocol
+from ...models import VirtualCluster
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, headless_service, pod_template, secret_manifest
+from ..resources import Kind
 from .base import Built, Flavor, config_map_primary
 
 SCHEDULER = "hivedscheduler"
 SPEC_ANNOTATION = "hivedscheduler.microsoft.com/pod-scheduling-spec"
 ISOLATION_ANNOTATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
 ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
+# What HiveD's filter answers kube-scheduler for a pod it cannot place (the scheduler's
+# FailedScheduling event carries it).
+_HIVED_WAIT = re.compile(r"Pod is waiting for preemptible or free resource to appear: ([^,.]+)")
 
 
 def scheduling_spec(job: JobProtocol, names: JobNames, role: str) -> dict[str, Any]:
@@ -49,6 +56,9 @@ def scheduling_spec(job: JobProtocol, names: JobNames, role: str) -> dict[str, A
         "priority": PRIORITY_CLASSES[priority_class],
         "leafCellNumber": spec.resource_per_instance.gpu,
         "affinityGroup": {"name": f"{names.base}/{group}", "members": members},
+        # HiveD binds pods itself; without this it ignores what kube-scheduler's filters
+        # (the backend's node selector) left and may bind anywhere in the VC's cells.
+        "ignoreK8sSuggestedNodes": False,
     }
     if hr and hr.pinned_cell_id:
         out["pinnedCellId"] = hr.pinned_cell_id
@@ -106,3 +116,21 @@ class HivedFlavor(Flavor):
                     }
                 )
         return Built(objects=objects, primary=0)
+
+    def waiting_reason(
+        self,
+        job: JobProtocol,
+        *,
+        vc: VirtualCluster | None,
+        events: Sequence[Manifest],
+        related: Mapping[Kind, list[Manifest]],
+        peers: Mapping[str, VirtualCluster] | None = None,
+    ) -> str:
+        newest = sorted(
+            events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or "")
+        )
+        for event in reversed(newest):
+            m = _HIVED_WAIT.search(str(event.get("message") or ""))
+            if m:
+                return f"HiveD: {m[1]}; the job needs {job.total_gpus} GPUs"
+        return super().waiting_reason(job, vc=vc, events=events, related=related, peers=peers)

@@ -1,0 +1,95 @@
+"""HiveD in the test control plane, for real: hivedscheduler (OpenPAI's extender, 2020,
+Kubernetes 1.15 libraries) behind a second kube-scheduler v1.36 whose profile
+`hivedscheduler` calls it to filter, bind and preempt. Its VCs come from the cluster's
+nodes; a `hived` job's tasks on the runner node print the GPUs HiveD bound them to
+(`CUDA_VISIBLE_DEVICES`, set by the pod runner from HiveD's isolation annotation); a job
+its VC cannot hold waits, saying so in HiveD's words."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from jupyter_pai.backends.kubernetes.naming import make_names
+from jupyter_pai.backends.models import JobState
+from jupyter_pai.spec import parse_job
+from tests.cluster import kube
+from tests.cluster.pytest_plugin import TestCluster
+
+from .test_backend_jobs import GPU_POOL, NS, RUNNER, _cleanup, make_backend, read_log, wait_for
+
+pytestmark = pytest.mark.kube
+
+PRINTS_GPUS = """
+protocolVersion: 2
+name: {name}
+type: job
+defaults: {{virtualCluster: {vc}}}
+taskRoles:
+  worker:
+    instances: {n}
+    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: {gpu}}}
+    commands: ['echo "gpus=$CUDA_VISIBLE_DEVICES"', 'sleep {seconds}']
+"""
+ISOLATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
+
+
+def test_hived_serves_the_vcs_built_from_the_nodes(kube_cluster: TestCluster) -> None:
+    config = (Path(kube_cluster.state.directory) / "hived" / "hivedscheduler.yaml").read_text()
+    address = next(
+        line.split(":", 1)[1].strip() for line in config.splitlines() if "webServerAddress" in line
+    )
+    url = f"http://{address}/v1/inspect/clusterstatus/virtualclusters/"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        vcs = json.loads(response.read())
+    assert sorted(vcs) == ["default", "research"]
+
+
+async def test_a_hived_jobs_tasks_see_the_gpus_hived_bound(kube_cluster: TestCluster) -> None:
+    _cleanup(kube_cluster, NS)
+    b = make_backend(kube_cluster, "hived", node_selector=RUNNER)
+    await b.start()
+    try:
+        job = parse_job(PRINTS_GPUS.format(name="gpus", vc="default", n=2, gpu=2, seconds=1)).job
+        submitted = await b.submit(job)
+        done = await wait_for(b, submitted.id, lambda d: d.state.terminal, 60)
+        assert done.state == JobState.SUCCEEDED, done
+        core = kube.core(kube_cluster.api())
+        names = make_names(job, "alice")
+        seen = []
+        for task in done.tasks:
+            assert task.node == "runner-0"
+            pod = core.read_namespaced_pod(names.pod_host("worker", task.index), NS)
+            bound = pod.metadata.annotations[ISOLATION]
+            log = await read_log(b, done.id, "worker", task.index)
+            assert f"gpus={bound}\n" in log, (log, bound)
+            seen += bound.split(",")
+        print(f"\nHiveD bound {seen} on runner-0 (4 GPUs)")
+        assert sorted(seen) == ["0", "1", "2", "3"]  # two tasks x 2 GPUs, disjoint
+    finally:
+        await b.close()
+        _cleanup(kube_cluster, NS)
+
+
+async def test_a_job_its_vc_cannot_hold_waits_in_hiveds_words(kube_cluster: TestCluster) -> None:
+    _cleanup(kube_cluster, NS)
+    b = make_backend(kube_cluster, "hived", node_selector=GPU_POOL)
+    await b.start()
+    try:
+        # research holds one node of 8 GPUs: two 8-GPU pods never fit at once.
+        job = parse_job(PRINTS_GPUS.format(name="big", vc="research", n=2, gpu=8, seconds=60)).job
+        submitted = await b.submit(job)
+        reason = (
+            "HiveD: insufficient capacity when scheduling in VC research; the job needs 16 GPUs"
+        )
+        waiting = await wait_for(b, submitted.id, lambda d: d.waiting_reason == reason, 30)
+        assert waiting.state == JobState.WAITING
+        await asyncio.sleep(2)
+        assert all(t.node is None for t in (await b.get_job(submitted.id)).tasks)  # gang: none
+    finally:
+        await b.close()
+        _cleanup(kube_cluster, NS)
