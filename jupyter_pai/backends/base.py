@@ -13,7 +13,7 @@ from traitlets import Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from .. import runtime
-from ..errors import FieldError, SpecError
+from ..errors import FieldError, SpecError, Unavailable
 from ..spec.protocol import JobProtocol
 from .models import (
     Info,
@@ -23,8 +23,10 @@ from .models import (
     JobSummary,
     Storage,
     StorageListing,
+    TaskStatus,
     VirtualCluster,
 )
+from .taskports import PortAddress, parse_port, resolve
 
 
 @dataclass(frozen=True)
@@ -127,3 +129,15 @@ class Backend(LoggingConfigurable):
 
     @abc.abstractmethod
     async def read_storage(self, name: str, path: str) -> StorageListing | FileContent: ...
+
+    async def task_port(self, job_id: str, task: str, port: str) -> PortAddress:
+        """Where this server reaches ``port`` of ``task`` (``role-index``) of one of the
+        user's running jobs; 4xx naming ``task`` or ``port`` when it may not."""
+        number = parse_port(port)
+        job = await self.get_job(job_id)
+        status = resolve(job, self.user, task, number)
+        return await self.reach_port(job, status, number)
+
+    async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
+        """The address of a checked task port, as seen from this machine."""
+        raise Unavailable(f"the {self.name} backend cannot reach task ports")

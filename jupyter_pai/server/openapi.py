@@ -43,6 +43,7 @@ RESPONSES = """  responses:
     NotFound: *error
     Conflict: *error
     Unavailable: *error
+    BadGateway: *error
 """
 
 

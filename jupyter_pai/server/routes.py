@@ -14,6 +14,7 @@ from .handlers.jobs import JobEventsHandler, JobHandler, JobsHandler
 from .handlers.logs import JobLogsHandler
 from .handlers.notebook_jobs import NotebookJobsHandler
 from .handlers.storage import StorageHandler, StoragesHandler
+from .handlers.taskports import TaskPortHandler, TaskPortRedirectHandler
 from .handlers.virtual_clusters import VirtualClustersHandler
 
 PREFIX = "pai/api"
@@ -28,6 +29,9 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("jobs/{job_id}", JobHandler),
     ("jobs/{job_id}/logs", JobLogsHandler),
     ("jobs/{job_id}/events", JobEventsHandler),
+    # The proxy first: the bare port's pattern (trailing / optional) would take ``…/``.
+    ("jobs/{job_id}/tasks/{task}/ports/{port}/{path}", TaskPortHandler),
+    ("jobs/{job_id}/tasks/{task}/ports/{port}", TaskPortRedirectHandler),
     ("notebook-jobs", NotebookJobsHandler),
     ("storage", StoragesHandler),
     ("storage/{name}", StorageHandler),

@@ -57,7 +57,13 @@ async def test_every_endpoint_refuses_unauthenticated_requests(
         job_spec("guarded", {"w": {"gpu": 1, "commands": [wait_for_file("go-guarded")]}})
     )
     await pai.wait_state(running["id"], "RUNNING")
-    values = {"job_id": running["id"], "name": "work", "path": "hello.txt"}
+    values = {
+        "job_id": running["id"],
+        "name": "work",
+        "path": "hello.txt",
+        "task": "w-0",
+        "port": "1",
+    }
     body = yaml.safe_dump(job_spec("intruder", {"w": {"commands": ["touch intruded"]}}))
 
     checked = []

@@ -35,6 +35,7 @@ from ..models import (
     TaskStatus,
     VirtualCluster,
 )
+from ..taskports import PortAddress
 from . import gpus
 from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
 from .processes import alive
@@ -427,6 +428,10 @@ class LocalBackend(Backend):
         if conf is None:
             raise NotFound(f"no storage {name!r}")
         return await storage_fs.read_path(name, Path(str(conf["path"])), path)
+
+    async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
+        # Tasks are processes of this machine; their ports are on its loopback.
+        return PortAddress(task.ip or "127.0.0.1", port)
 
 
 def new_record(job: JobProtocol, user: str, working_dir: str) -> JobRecord:

@@ -1,0 +1,130 @@
+"""A small web app a test task serves on its declared port (standard library only: on
+the test cluster's runner a pod's command runs with the machine's python3).
+
+``GET /`` a page naming the task; ``GET /whoami`` the request as received (JSON: path,
+query, headers), so a test sees what the proxy forwarded and dropped; ``POST /echo`` the
+body back; ``GET /go`` a redirect to ``/whoami`` (an absolute path); ``/ws`` a WebSocket
+that answers each text message with ``echo: <message>``.
+
+Run in a task by :func:`command`, or as a script (``python3 taskweb.py [label]``)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shlex
+import struct
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _send(self, code: int, body: bytes, content_type: str, **headers: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        if path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
+            return self._websocket()
+        if path == "/":
+            task = os.environ.get("PAI_CURRENT_TASK_ROLE_NAME", "?")
+            index = os.environ.get("PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX", "?")
+            page = (
+                "<!doctype html><html><head><title>task web</title></head><body>"
+                f"<h1>Hello from task {task}-{index}</h1>"
+                '<p><a href="whoami">whoami</a></p></body></html>'
+            )
+            return self._send(200, page.encode(), "text/html; charset=utf-8")
+        if path == "/whoami":
+            seen = {"path": path, "query": query, "headers": dict(self.headers.items())}
+            return self._send(200, json.dumps(seen).encode(), "application/json")
+        if path == "/go":
+            return self._send(302, b"", "text/plain", Location="/whoami?from=go")
+        self._send(404, b"no such page", "text/plain")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        self._send(200, b"echo: " + body, "text/plain")
+
+    def _websocket(self) -> None:
+        key = self.headers["Sec-WebSocket-Key"]
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            frame = self._read_frame()
+            if frame is None:
+                return
+            opcode, payload = frame
+            if opcode == 8:  # close
+                self._write_frame(8, payload[:2])
+                return
+            if opcode == 1:
+                self._write_frame(1, b"echo: " + payload)
+
+    def _read_frame(self) -> tuple[int, bytes] | None:
+        head = self.rfile.read(2)
+        if len(head) < 2:
+            return None
+        opcode, length = head[0] & 0x0F, head[1] & 0x7F
+        if length == 126:
+            (length,) = struct.unpack("!H", self.rfile.read(2))
+        elif length == 127:
+            (length,) = struct.unpack("!Q", self.rfile.read(8))
+        mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
+        data = self.rfile.read(length)
+        return opcode, bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+    def _write_frame(self, opcode: int, payload: bytes) -> None:
+        n = len(payload)
+        head = bytes([0x80 | opcode])
+        if n < 126:
+            head += bytes([n])
+        elif n < 65536:
+            head += bytes([126]) + struct.pack("!H", n)
+        else:
+            head += bytes([127]) + struct.pack("!Q", n)
+        self.wfile.write(head + payload)
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: object) -> None:
+        print(format % args, flush=True)
+
+
+def serve(label: str = "tensorboard") -> None:
+    port = int(os.environ[f"PAI_CONTAINER_HOST_{label}_PORT_LIST"].split(",")[0])
+    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    print(f"serving on port {port}", flush=True)
+    server.serve_forever()
+
+
+def command(python: str = "python3", label: str = "tensorboard") -> str:
+    """A shell command that runs this app in a task, its source inline (no checkout
+    needed where the task runs)."""
+    source = Path(__file__).read_text()
+    encoded = base64.b64encode(source.encode()).decode()
+    code = f"import base64; exec(base64.b64decode('{encoded}'))"  # runs the __main__ block
+    return f"{shlex.quote(python)} -c {shlex.quote(code)} {shlex.quote(label)}"
+
+
+if __name__ == "__main__":
+    serve(*sys.argv[1:])
