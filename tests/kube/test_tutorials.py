@@ -15,7 +15,13 @@ import pytest
 
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import NS, RUNNER, _cleanup
-from tests.tutorials import EXAMPLES, check_getting_started, execute_command, python, read
+from tests.tutorials import (
+    EXAMPLES,
+    check_getting_started,
+    execute_command,
+    python,
+    read,
+)
 
 pytestmark = pytest.mark.kube
 
