@@ -58,14 +58,15 @@ def resolve(job: JobDetail, user: str, task: str, port: int) -> TaskStatus:
             f"job {job.id} has no task {task} (its tasks: {names})",
             [FieldError("task", f"got {task!r}")],
         )
+    # Before the port: a pod that has gone no longer says which ports it held.
+    if status.state != TaskState.RUNNING:
+        raise Conflict(
+            f"task {task} of job {job.id} is {status.state.value}: its ports are open only while it runs"
+        )
     if port_label(status, port) is None:
         held = ", ".join(f"{label} {','.join(map(str, ps))}" for label, ps in status.ports.items())
         raise NotFound(
             f"task {task} of job {job.id} declares no port {port} (it holds: {held or 'none'})",
             [FieldError("port", f"got {port}")],
-        )
-    if status.state != TaskState.RUNNING:
-        raise Conflict(
-            f"task {task} of job {job.id} is {status.state.value}: its ports are open only while it runs"
         )
     return status

@@ -176,6 +176,10 @@ class TaskPortForwards:
                 self._forwards[(pod, port)] = forward
             return forward.local[0]
 
+    def opened(self) -> list[tuple[str, int]]:
+        """(pod, port) of each forward open now."""
+        return list(self._forwards)
+
     async def _drop_gone(self) -> None:
         pods = self.backend.views.cache["pods"]
         for key in [k for k in self._forwards if pods.get(k[0]) is None]:
