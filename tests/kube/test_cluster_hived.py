@@ -16,6 +16,7 @@ import pytest
 
 from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.models import JobState
+from jupyter_pai.errors import SpecError
 from jupyter_pai.spec import parse_job
 from tests.cluster import kube
 from tests.cluster.pytest_plugin import TestCluster
@@ -93,3 +94,19 @@ async def test_a_job_its_vc_cannot_hold_waits_in_hiveds_words(kube_cluster: Test
     finally:
         await b.close()
         _cleanup(kube_cluster, NS)
+
+
+async def test_a_task_without_gpus_is_refused_at_submission(kube_cluster: TestCluster) -> None:
+    """HiveD's filter answers 400 "LeafCellNumber is non-positive" for a pod asking no GPU
+    cell, so the pod would wait for good: the flavour refuses such a job at once."""
+    b = make_backend(kube_cluster, "hived", node_selector=RUNNER)
+    await b.start()
+    try:
+        job = parse_job(PRINTS_GPUS.format(name="nogpu", vc="default", n=1, gpu=0, seconds=1)).job
+        with pytest.raises(SpecError) as refused:
+            await b.submit(job)
+        assert refused.value.errors[0].path == "taskRoles.worker.resourcePerInstance.gpu"
+        assert "at least 1 GPU" in refused.value.errors[0].message
+        assert not await b.list_jobs()  # nothing half-created
+    finally:
+        await b.close()

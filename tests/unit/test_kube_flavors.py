@@ -158,7 +158,16 @@ def test_native_virtual_clusters_are_priority_classes_capped_by_quotas() -> None
 def test_flavours_without_a_listing_accept_any_virtual_cluster(name: str) -> None:
     f = flavor(name)
     assert f.virtual_clusters(objects({}), [], CLUSTER) is None
-    f.check_virtual_cluster(JOB, None)
+    gpus_only = JOB.model_copy(deep=True)
+    gpus_only.task_roles["ps"].resource_per_instance.gpu = 1
+    f.check_virtual_cluster(gpus_only, None)
+
+
+def test_hived_refuses_a_task_without_gpus() -> None:
+    """HiveD's filter refuses a pod that asks no GPU cell; the job would wait for good."""
+    with pytest.raises(SpecError) as err:
+        flavor("hived").check_virtual_cluster(JOB, None)
+    assert [e.path for e in err.value.errors] == ["taskRoles.ps.resourcePerInstance.gpu"]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from ....errors import FieldError, SpecError
 from ....spec.protocol import PRIORITY_CLASSES, JobProtocol
 from ...models import VirtualCluster
 from ..naming import JobNames, base_labels
@@ -116,6 +117,25 @@ class HivedFlavor(Flavor):
                     }
                 )
         return Built(objects=objects, primary=0)
+
+    def check_virtual_cluster(
+        self, job: JobProtocol, known: Mapping[str, VirtualCluster] | None
+    ) -> None:
+        """HiveD places GPU cells only: its filter refuses a pod whose spec asks for none
+        ("LeafCellNumber is non-positive"), so such a pod would wait for good. Refused at
+        submission instead, naming the role."""
+        errors = [
+            FieldError(
+                f"taskRoles.{role}.resourcePerInstance.gpu",
+                "HiveD schedules GPU cells: every task needs at least 1 GPU on the hived "
+                "flavour (a task without GPUs never gets a place)",
+            )
+            for role, spec in job.task_roles.items()
+            if spec.resource_per_instance.gpu < 1
+        ]
+        if errors:
+            raise SpecError(errors)
+        super().check_virtual_cluster(job, known)
 
     def waiting_reason(
         self,
