@@ -9,6 +9,7 @@ import {
   Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -33,7 +34,9 @@ import {
   PAIModel,
   type PanelSection
 } from './model';
+import { KernelQueueNotifier } from './kernelqueue';
 import { PAIPanel } from './panel';
+import { createPortTab, portWidgetId, type ITaskPort } from './taskports';
 import { PAIStatusItem } from './statusbar';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 
@@ -60,9 +63,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const model = new PAIModel(
       new PAIClient(app.serviceManager.serverSettings)
     );
+    // Remote kernels waiting for GPUs say so, with Cancel, panel open or not.
+    new KernelQueueNotifier(model.client, () => model.info?.user ?? null);
     const tracker = new WidgetTracker<MainAreaWidget<JobDetailPanel>>({
       namespace: 'jupyter-pai-job'
     });
+
+    // A task's web port (TensorBoard, …) in a tab of its own, one per port.
+    const openPort = (port: ITaskPort, jobName: string) => {
+      const id = portWidgetId(port);
+      if (!Array.from(app.shell.widgets('main')).some(w => w.id === id)) {
+        app.shell.add(createPortTab(port, jobName), 'main', { mode: 'split-right' });
+      }
+      app.shell.activateById(id);
+    };
 
     const openJob = (id: string, name?: string) => {
       const existing = tracker.find(w => w.content.model.jobId === id);
@@ -70,7 +84,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         app.shell.activateById(existing.id);
         return existing;
       }
-      const content = new JobDetailPanel(model, id, name);
+      const content = new JobDetailPanel(model, id, name, openPort);
       const widget = new MainAreaWidget({ content });
       widget.id = jobWidgetId(id);
       widget.addClass('jp-PAI-job-tab');
@@ -226,8 +240,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
 
     const selectedNotebook = (args: any): string | null => {
+      // The item right-clicked, whether or not the selection has caught up with it yet.
+      const hit = app.contextMenuHitTest(node =>
+        node.classList.contains('jp-DirListing-item')
+      );
+      const name = hit
+        ?.querySelector('.jp-DirListing-itemText')
+        ?.textContent?.trim();
+      const clicked =
+        name && fileBrowser
+          ? PathExt.join(fileBrowser.model.path, name)
+          : undefined;
       const path: string | undefined =
         (args?.path as string | undefined) ??
+        clicked ??
         fileBrowser?.selectedItems().next().value?.path;
       return path && path.endsWith('.ipynb') ? path : null;
     };
