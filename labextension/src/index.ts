@@ -34,9 +34,7 @@ import {
   PAIModel,
   type PanelSection
 } from './model';
-import { KernelQueueNotifier } from './kernelqueue';
 import { PAIPanel } from './panel';
-import { createPortTab, portWidgetId, type ITaskPort } from './taskports';
 import { PAIStatusItem } from './statusbar';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 
@@ -63,20 +61,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const model = new PAIModel(
       new PAIClient(app.serviceManager.serverSettings)
     );
-    // Remote kernels waiting for GPUs say so, with Cancel, panel open or not.
-    new KernelQueueNotifier(model.client, () => model.info?.user ?? null);
     const tracker = new WidgetTracker<MainAreaWidget<JobDetailPanel>>({
       namespace: 'jupyter-pai-job'
     });
-
-    // A task's web port (TensorBoard, …) in a tab of its own, one per port.
-    const openPort = (port: ITaskPort, jobName: string) => {
-      const id = portWidgetId(port);
-      if (!Array.from(app.shell.widgets('main')).some(w => w.id === id)) {
-        app.shell.add(createPortTab(port, jobName), 'main', { mode: 'split-right' });
-      }
-      app.shell.activateById(id);
-    };
 
     const openJob = (id: string, name?: string) => {
       const existing = tracker.find(w => w.content.model.jobId === id);
@@ -84,7 +71,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         app.shell.activateById(existing.id);
         return existing;
       }
-      const content = new JobDetailPanel(model, id, name, openPort);
+      const content = new JobDetailPanel(model, id, name);
       const widget = new MainAreaWidget({ content });
       widget.id = jobWidgetId(id);
       widget.addClass('jp-PAI-job-tab');
