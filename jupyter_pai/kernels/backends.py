@@ -27,7 +27,7 @@ async def backend_for(parent: Any) -> tuple[Backend, PAIConfig]:
     """The started backend for this loop and configuration, made by ``jupyter_pai_config``
     and, over it, the kernel manager's own configuration (the server's)."""
     loop = asyncio.get_running_loop()
-    config = load_config()
+    config = await asyncio.to_thread(load_config)  # reads files: not on the loop
     if parent is not None and getattr(parent, "config", None) is not None:
         config.merge(parent.config)
     # The settings read from the environment count too (tests change them per test).

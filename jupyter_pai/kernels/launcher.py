@@ -19,6 +19,7 @@ never in an argument list. Requests on the control port are HMAC-signed with the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     return launcher.serve()
 
 
+@functools.cache
 def inline_command(python: str = "python3") -> str:
     """A shell command that runs this file's source with ``python`` where jupyter-pai is
     not installed (any image with Python and ipykernel)."""

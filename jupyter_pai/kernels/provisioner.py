@@ -22,6 +22,7 @@ from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
 from traitlets import Any as AnyTrait
 from traitlets import Float, Integer, List, Unicode
 
+from ..backends.base import Backend
 from ..backends.models import JobDetail, JobState, TaskState
 from ..errors import NotFound, PAIError
 from .backends import Endpoint, backend_for, endpoint
@@ -81,6 +82,7 @@ class PAIProvisioner(KernelProvisionerBase):
     _endpoint: Endpoint | None = None
     _heartbeat: Heartbeat | None = None
     _exit_code: int | None = None
+    _started_backend: Backend | None = None
 
     # -- start -------------------------------------------------------------------------
 
@@ -104,6 +106,11 @@ class PAIProvisioner(KernelProvisionerBase):
             idle_seconds=self.idle_seconds,
         )
 
+    async def _backend(self) -> Backend:
+        if self._started_backend is None:
+            self._started_backend, _ = await backend_for(self.parent)
+        return self._started_backend
+
     def _key(self) -> bytes:
         assert self.parent is not None, "a provisioner belongs to a kernel manager"
         key: bytes = self.parent.session.key
@@ -113,6 +120,7 @@ class PAIProvisioner(KernelProvisionerBase):
         if self.job_id is not None:
             return await self._restart_in_job()
         backend, pai_config = await backend_for(self.parent)
+        self._started_backend = backend
         try:
             image_uri = resolve_image(self.image, pai_config.images)
             job = kernel_job(
@@ -143,7 +151,7 @@ class PAIProvisioner(KernelProvisionerBase):
         return self._connection_info()
 
     async def _wait_until_running(self, detail: JobDetail) -> JobDetail:
-        backend, _ = await backend_for(self.parent)
+        backend = await self._backend()
         started = next_status = time.monotonic()
         pause = 0.02
         while True:
@@ -228,7 +236,7 @@ class PAIProvisioner(KernelProvisionerBase):
 
     async def _job_exit_code(self) -> int | None:
         """The launcher does not answer: the kernel is dead if its job has ended."""
-        backend, _ = await backend_for(self.parent)
+        backend = await self._backend()
         try:
             job = await backend.get_job(self.job_id or "")
         except NotFound:
@@ -277,7 +285,7 @@ class PAIProvisioner(KernelProvisionerBase):
         job_id, self.job_id = self.job_id, None
         if job_id is None:
             return
-        backend, _ = await backend_for(self.parent)
+        backend = await self._backend()
         deadline = time.monotonic() + STOP_WAIT_SECONDS
         try:
             job = await backend.stop_job(job_id)

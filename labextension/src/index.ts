@@ -34,6 +34,7 @@ import {
   PAIModel,
   type PanelSection
 } from './model';
+import { KernelQueueNotifier } from './kernelqueue';
 import { PAIPanel } from './panel';
 import { PAIStatusItem } from './statusbar';
 import { CommandIDs, PLUGIN_ID } from './tokens';
@@ -61,6 +62,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const model = new PAIModel(
       new PAIClient(app.serviceManager.serverSettings)
     );
+    // Remote kernels waiting for GPUs say so, with Cancel, panel open or not.
+    new KernelQueueNotifier(model.client, () => model.info?.user ?? null);
     const tracker = new WidgetTracker<MainAreaWidget<JobDetailPanel>>({
       namespace: 'jupyter-pai-job'
     });

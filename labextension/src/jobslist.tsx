@@ -177,6 +177,12 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                   >
                     {job.name}
                   </button>
+                  {job.user !== user && (
+                    <span className="jp-PAI-muted"> · {job.user}</span>
+                  )}
+                </td>
+                <td className="jp-PAI-col-state">
+                  <span className={stateClass(job.state)}>{job.state}</span>
                   {job.kind === 'kernel' && (
                     <span
                       className="jp-PAI-badge jp-PAI-kernel-badge"
@@ -185,12 +191,6 @@ export function JobsList(props: IJobsListProps): JSX.Element {
                       kernel
                     </span>
                   )}
-                  {job.user !== user && (
-                    <span className="jp-PAI-muted"> · {job.user}</span>
-                  )}
-                </td>
-                <td className="jp-PAI-col-state">
-                  <span className={stateClass(job.state)}>{job.state}</span>
                 </td>
                 <td className="jp-PAI-col-meta" data-label="VC">
                   {job.virtualCluster}
