@@ -89,6 +89,8 @@ def run_cell(
         write(f"[pai] submitted {job.id} ({job.detail.state.value})\n")
         return job
     started = time.monotonic()
+    if job.detail.state is JobState.WAITING:  # queued for GPUs: say why the cell is quiet
+        write(f"[pai] {job.id} WAITING: {job.detail.waiting_reason or 'queued'}\n")
     try:
         for line in job.output():
             write(f"[{line.task}] {line.text}\n")
