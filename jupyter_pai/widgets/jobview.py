@@ -76,7 +76,8 @@ def job_html(detail: JobDetail, log_tail: str | None = None) -> str:
         f"<b>{e(detail.id)}</b> {state_badge(detail.state, detail.id)}{why}<br>",
         f"VC {e(detail.virtual_cluster)} · {detail.total_gpu_number} GPU(s) · "
         f"{detail.total_task_number} task(s) · {duration(detail)}",
-        "<table><tr><th>task</th><th>state</th><th>GPUs</th><th>exit code</th></tr>",
+        '<table style="border-spacing:12px 2px"><tr><th>task</th><th>state</th>'
+        "<th>GPUs</th><th>exit code</th></tr>",
         rows,
         "</table>",
     ]
@@ -109,12 +110,14 @@ class JobView(w.VBox):
         self.ticker: Ticker | None = None
         if live and not job.detail.state.terminal:
             self.ticker = Ticker(self.update, interval, on_error=self._show_error).start()
+        else:
+            self.update_log()  # an ended job's log changes no more: read it once
 
     def render(self, detail: JobDetail) -> None:
         static = job_html(detail)
-        head, _, rest = static.partition("<table>")
+        head, _, rest = static.partition("<table")
         self.header.value = head + "</div>"
-        self.tasks.value = "<table>" + rest.removesuffix("</div>")
+        self.tasks.value = "<table" + rest.removesuffix("</div>")
         keys = [f"{t.role}-{t.index}" for t in detail.tasks]
         if list(self.task_picker.options) != keys:
             self.task_picker.options = keys

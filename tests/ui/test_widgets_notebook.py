@@ -1,6 +1,7 @@
 """The notebook widgets in JupyterLab: a notebook shows ``launcher()`` and ``monitor()``;
-the launcher submits a job that must wait (another job holds every GPU), and the monitor,
-updating by itself, shows it go WAITING → RUNNING → SUCCEEDED."""
+the launcher submits a job that must wait (another job holds every GPU until the test
+stops it), and the monitor, updating by itself, shows it go WAITING → RUNNING →
+SUCCEEDED; then a ``Job`` as a cell's result shows its live view."""
 
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def wait_for_state(page: Any, job_id: str, state: str, timeout: float = 60) -> N
 
 def test_launcher_submits_and_monitor_follows_the_job(page: Any, jobs: Lab) -> None:
     (jobs.root_dir / "widgets.ipynb").write_text(json.dumps(NOTEBOOK))
-    # Every GPU busy for a few seconds: the widget's job has to wait for them.
-    blocker = jobs.submit("widget-blocker", "sleep 8", instances=4, gpu=1)
+    # Every GPU busy until the test stops this job: the widget's job has to wait for them.
+    blocker = jobs.submit("widget-blocker", "sleep 300", instances=4, gpu=1)
     jobs.wait_state(blocker["id"], "RUNNING")
 
     page.goto(f"{jobs.url}lab/tree/widgets.ipynb?token={jobs.token}")
@@ -96,6 +97,7 @@ def test_launcher_submits_and_monitor_follows_the_job(page: Any, jobs: Lab) -> N
     wait_for_state(page, job_id, "WAITING", timeout=15)
     page.locator(".jp-pai-monitor .jp-pai-job-name", has_text="from-widget").click()
     shot(page, "widgets-monitor-waiting")
+    jobs.stop(blocker["id"])  # its GPUs free up: the widget's job starts
     wait_for_state(page, job_id, "RUNNING")
     shot(page, "widgets-monitor-running")
     wait_for_state(page, job_id, "SUCCEEDED")
@@ -106,3 +108,22 @@ def test_launcher_submits_and_monitor_follows_the_job(page: Any, jobs: Lab) -> N
     )
     shot(page, "widgets-monitor-succeeded")
     assert jobs.job(job_id)["state"] == "SUCCEEDED"
+
+    # A Job as a cell's result shows itself as a live view: header, tasks, log tail.
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # a new cell below, then into its editor
+    page.keyboard.press("Enter")
+    page.keyboard.type(f'client.job("{job_id}")')
+    page.keyboard.press("Shift+Enter")
+    view = page.locator(".jp-pai-jobview")
+    view.wait_for(timeout=60_000)
+    assert view.locator(f'.jp-pai-state[data-job-id="{job_id}"]').get_attribute("data-state") == (
+        "SUCCEEDED"
+    )
+    page.wait_for_function(
+        "el => el.textContent.includes('hello from the launcher widget')",
+        arg=view.locator(".jp-pai-log").element_handle(),
+    )
+    view.scroll_into_view_if_needed()
+    shot(page, "widgets-job-view")

@@ -143,6 +143,11 @@ def test_job_view_follows_the_job_until_it_ends(client: Client) -> None:
     assert "hello from 1" in view.log_view.value
     assert "worker-1" in view.tasks.value
 
+    ended = JobView(client.job(job.id))  # an ended job: no ticker, its log read at once
+    assert ended.ticker is None
+    assert "hello from 0" in ended.log_view.value
+    assert "<table" in ended.tasks.value and "<table" not in ended.header.value
+
 
 def test_a_job_displays_as_html_and_text_outside_a_kernel(client: Client) -> None:
     job = client.submit({"name": "shown", "command": ["true"]})
