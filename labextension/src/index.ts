@@ -36,6 +36,7 @@ import {
 } from './model';
 import { KernelQueueNotifier } from './kernelqueue';
 import { PAIPanel } from './panel';
+import { createPortTab, portWidgetId, type ITaskPort } from './taskports';
 import { PAIStatusItem } from './statusbar';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 
@@ -68,13 +69,24 @@ const plugin: JupyterFrontEndPlugin<void> = {
       namespace: 'jupyter-pai-job'
     });
 
+    // A task's web port (TensorBoard, …) in a tab of its own, one per port.
+    const openPort = (port: ITaskPort, jobName: string) => {
+      const id = portWidgetId(port);
+      if (!Array.from(app.shell.widgets('main')).some(w => w.id === id)) {
+        app.shell.add(createPortTab(port, jobName), 'main', {
+          mode: 'split-right'
+        });
+      }
+      app.shell.activateById(id);
+    };
+
     const openJob = (id: string, name?: string) => {
       const existing = tracker.find(w => w.content.model.jobId === id);
       if (existing) {
         app.shell.activateById(existing.id);
         return existing;
       }
-      const content = new JobDetailPanel(model, id, name);
+      const content = new JobDetailPanel(model, id, name, openPort);
       const widget = new MainAreaWidget({ content });
       widget.id = jobWidgetId(id);
       widget.addClass('jp-PAI-job-tab');

@@ -21,7 +21,7 @@ import {
   type TaskStatus
 } from './models';
 import { describeError, PAIModel } from './model';
-import { TensorBoardLink } from './tensorboardlink';
+import { TaskPorts, type ITaskPort } from './taskports';
 
 /** A DOM-safe widget id for a job id. */
 export function jobWidgetId(id: string): string {
@@ -48,6 +48,9 @@ export class JobDetailModel {
   }
 
   visible = true;
+
+  /** Opens a task's port in a tab (set by whoever adds the job's tab). */
+  openPort: ((port: ITaskPort, jobName: string) => void) | null = null;
 
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -139,12 +142,7 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
       <div className="jp-PAI-empty">Loading job {model.jobId}…</div>
     );
   }
-  const ports = (t: TaskStatus) =>
-    Object.entries(t.ports ?? {})
-      .map(([label, list]) => `${label}:${list.join(',')}`)
-      .join(' ');
   const selected = model.selected;
-  const backend = model.pai.info?.backend;
   return (
     <div className="jp-PAI-detail">
       <div className="jp-PAI-detail-head">
@@ -265,9 +263,13 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
                     </td>
                     <td>{t.node ?? '—'}</td>
                     <td>{t.ip ?? '—'}</td>
-                    <td>
-                      {ports(t) || '—'}
-                      <TensorBoardLink task={t} backend={backend} />
+                    <td className="jp-PAI-ports">
+                      <TaskPorts
+                        jobId={job.id}
+                        task={t}
+                        url={path => model.pai.client.url(path)}
+                        onOpen={p => model.openPort?.(p, job.name)}
+                      />
                     </td>
                     <td className="jp-PAI-gpus">{gpuCell(t)}</td>
                     <td
@@ -360,9 +362,15 @@ export interface LogSelection {
 
 /** The tab's content: summary and tasks above, the selected task's log below. */
 export class JobDetailPanel extends SplitPanel {
-  constructor(pai: PAIModel, jobId: string, jobName?: string) {
+  constructor(
+    pai: PAIModel,
+    jobId: string,
+    jobName?: string,
+    openPort?: (port: ITaskPort, jobName: string) => void
+  ) {
     super({ orientation: 'vertical', spacing: 2 });
     this.model = new JobDetailModel(pai, jobId);
+    this.model.openPort = openPort ?? null;
     this.id = jobWidgetId(jobId);
     this.addClass('jp-PAI-detail-panel');
     this.title.label = jobName ?? jobId;

@@ -1,19 +1,18 @@
 """Issue 8: OpenPAI v1 JSON jobs open in the launch form through the server's converter
-(file browser, Import, the YAML editor), fields that cannot be converted are named, and a
-task with a port labelled ``tensorboard`` gets an "Open TensorBoard" link."""
+(file browser, Import, the YAML editor), fields that cannot be converted are named.
+("Open TensorBoard" for a port labelled ``tensorboard``: tests/ui/test_task_ports.py.)"""
 
 from __future__ import annotations
 
 import json
 import re
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
 
-from .conftest import ROOT, Lab, job_row, open_panel, shot
+from .conftest import ROOT, Lab, open_panel, shot
 
 TOASTS = ".Toastify__toast"
 
@@ -204,68 +203,3 @@ def test_v1_json_submits_from_the_yaml_editor(page: Any, jobs: Lab) -> None:
     expect(page.locator(TOASTS).filter(has_text="Opened the YAML in the form")).to_contain_text(
         "converted from OpenPAI v1 to protocol v2"
     )
-
-
-def test_tensorboard_port_gets_a_link_that_answers(page: Any, jobs: Lab) -> None:
-    """A stand-in for the tensorboard plugin: an HTTP server on a port labelled tensorboard."""
-    name = f"ui-tensorboard-{int(time.time())}"
-    spec = {
-        "protocolVersion": 2,
-        "name": name,
-        "type": "job",
-        "prerequisites": [{"name": "img", "type": "dockerimage", "uri": "python:3.11"}],
-        "taskRoles": {
-            "trainer": {
-                "instances": 1,
-                "dockerImage": "img",
-                "resourcePerInstance": {
-                    "cpu": 1,
-                    "memoryMB": 256,
-                    "gpu": 0,
-                    "ports": {"tensorboard": 1},
-                },
-                "commands": [
-                    "logs=$(mktemp -d) && echo 'tensorboard stand-in' > $logs/index.html && "
-                    "exec python -m http.server --directory $logs "
-                    "$PAI_CONTAINER_HOST_tensorboard_PORT_LIST"
-                ],
-            }
-        },
-    }
-    job = jobs.json("jobs", method="POST", body=json.dumps(spec).encode())["job"]
-    jobs.submitted.append(job["id"])
-    running = jobs.wait_state(job["id"], "RUNNING", timeout=30)
-    port = running["tasks"][0]["ports"]["tensorboard"][0]
-
-    open_panel(page, "jobs")
-    job_row(page, name).locator(".jp-PAI-job-name").click()
-    detail = page.locator(".jp-PAI-detail-panel")
-    link = detail.locator("tr[data-task='trainer-0'] a.jp-PAI-tensorboard-link")
-    expect(link).to_have_text("Open TensorBoard")
-    expect(link).to_have_attribute("href", f"http://127.0.0.1:{port}/")
-    expect(link).to_have_attribute("target", "_blank")
-    expect(link).to_have_attribute("rel", "noopener")
-    shot(page, "openpai-tensorboard-1-link")
-
-    # The server may take a moment to listen after the task starts.
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as answer:
-                assert answer.status == 200
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the tensorboard port never answered"
-            time.sleep(0.3)
-    with page.context.expect_page() as opened:
-        link.click()
-    tab = opened.value
-    tab.wait_for_load_state()
-    expect(tab.locator("body")).to_contain_text("tensorboard stand-in")
-    shot(tab, "openpai-tensorboard-2-opened")
-    tab.close()
-
-    # Once the task ended there is nothing to open.
-    jobs.stop(job["id"])
-    jobs.wait_state(job["id"], "STOPPED", timeout=30)
-    expect(detail.locator(".jp-PAI-tensorboard-link")).to_have_count(0)
