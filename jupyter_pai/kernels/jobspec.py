@@ -10,10 +10,11 @@ from typing import Any
 
 from ..errors import FieldError, SpecError
 from ..spec.protocol import JobProtocol
-from .launcher import KEY_VARIABLE, PORT_LABEL, PORT_NAMES, inline_command
+from .launcher import CURVE_VARIABLES, KEY_VARIABLE, PORT_LABEL, PORT_NAMES, inline_command
 
 ROLE = "kernel"
 SECRET = "kernelKey"
+CURVE_SECRETS = ("curvePublicKey", "curveSecretKey")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ def kernel_job(
     image_uri: str,
     in_process_launcher: bool,
     python: str = "python3",
+    curve: tuple[str, str] | None = None,
 ) -> JobProtocol:
     """The kernel's job. ``in_process_launcher``: the task runs this installation's launcher
     module with this interpreter (local backend); otherwise the launcher's source runs with
@@ -65,7 +67,13 @@ def kernel_job(
         launcher = inline_command(python)
     # The key goes in as an assignment bash makes (never an argument) from the job's
     # Secret; the launcher removes it from the environment the kernel sees.
-    command = f'{KEY_VARIABLE}="<% $secrets.{SECRET} %>" exec {launcher} --idle-seconds {request.idle_seconds:g}'
+    secrets = {SECRET: key}
+    assignments = [f'{KEY_VARIABLE}="<% $secrets.{SECRET} %>"']
+    if curve is not None:  # only on Kubernetes, where a secret is a variable, never text
+        for variable, name, value in zip(CURVE_VARIABLES, CURVE_SECRETS, curve, strict=True):
+            secrets[name] = value
+            assignments.append(f'{variable}="<% $secrets.{name} %>"')
+    command = f"{' '.join(assignments)} exec {launcher} --idle-seconds {request.idle_seconds:g}"
     resources: dict[str, Any] = {"gpu": request.gpus, "ports": {PORT_LABEL: len(PORT_NAMES)}}
     if request.cpu is not None:
         resources["cpu"] = request.cpu
@@ -77,7 +85,7 @@ def kernel_job(
         "name": name,
         "type": "job",
         "description": f"remote kernel: {request.gpus} GPU(s) in VC {request.virtual_cluster}",
-        "secrets": {SECRET: key},
+        "secrets": secrets,
         "defaults": {"virtualCluster": request.virtual_cluster},
         "extras": {
             "jupyterPaiKind": "kernel",

@@ -30,6 +30,8 @@ import time
 from typing import Any
 
 KEY_VARIABLE = "JUPYTER_PAI_KERNEL_KEY"
+#: CurveZMQ key pair (Z85) where the server connects to the pod IP, from the Secret too.
+CURVE_VARIABLES = ("JUPYTER_PAI_CURVE_PUBLICKEY", "JUPYTER_PAI_CURVE_SECRETKEY")
 PORT_LABEL = "kernel"
 #: Order of the ports the job holds under :data:`PORT_LABEL`.
 PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port", "launcher")
@@ -61,8 +63,16 @@ def bind_address() -> str:
 
 
 class Launcher:
-    def __init__(self, key: str, ip: str, ports: list[int], idle_seconds: float) -> None:
+    def __init__(
+        self,
+        key: str,
+        ip: str,
+        ports: list[int],
+        idle_seconds: float,
+        curve: tuple[str, str] | None = None,
+    ) -> None:
         self.key = key
+        self.curve = curve
         self.ip = ip
         self.ports = dict(zip(PORT_NAMES, ports, strict=True))
         self.idle_seconds = idle_seconds
@@ -77,6 +87,8 @@ class Launcher:
             name: port for name, port in self.ports.items() if name != "launcher"
         }
         info.update(ip=self.ip, key=self.key, transport="tcp", signature_scheme="hmac-sha256")
+        if self.curve is not None:  # ipykernel encrypts its channels with this pair
+            info.update(curve_publickey=self.curve[0], curve_secretkey=self.curve[1])
         fd = os.open(self.connection_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(info, f)
@@ -161,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-seconds", type=float, default=600.0)
     args = parser.parse_args(argv)
     key = os.environ.pop(KEY_VARIABLE, "")
+    public, secret = (os.environ.pop(name, "") for name in CURVE_VARIABLES)
     if not key:
         raise SystemExit(f"{KEY_VARIABLE} is not set (the kernel job's Secret)")
-    launcher = Launcher(key, bind_address(), job_ports(), args.idle_seconds)
+    curve = (public, secret) if public and secret else None
+    launcher = Launcher(key, bind_address(), job_ports(), args.idle_seconds, curve)
 
     def on_term(signum: int, frame: object) -> None:
         launcher.stopping = True

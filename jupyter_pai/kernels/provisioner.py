@@ -17,6 +17,7 @@ import contextlib
 import time
 from typing import Any
 
+import zmq
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
 from traitlets import Any as AnyTrait
@@ -83,6 +84,7 @@ class PAIProvisioner(KernelProvisionerBase):
     _heartbeat: Heartbeat | None = None
     _exit_code: int | None = None
     _started_backend: Backend | None = None
+    _curve: tuple[str, str] | None = None
 
     # -- start -------------------------------------------------------------------------
 
@@ -123,6 +125,11 @@ class PAIProvisioner(KernelProvisionerBase):
         self._started_backend = backend
         try:
             image_uri = resolve_image(self.image, pai_config.images)
+            # The pod IP is reached across the cluster network: encrypt with CurveZMQ
+            # (port-forward already runs inside the API server's TLS).
+            if backend.name != "local" and self.connect == "pod-ip":
+                public, secret = zmq.curve_keypair()
+                self._curve = (public.decode(), secret.decode())
             job = kernel_job(
                 self.request(),
                 name=f"kernel-{self.kernel_id[:8]}",
@@ -130,6 +137,7 @@ class PAIProvisioner(KernelProvisionerBase):
                 image_uri=image_uri,
                 in_process_launcher=backend.name == "local",
                 python=self.launcher_python,
+                curve=self._curve,
             )
             detail = await backend.submit(job, working_dir=kwargs.get("cwd"))
         except PAIError as error:
@@ -194,6 +202,8 @@ class PAIProvisioner(KernelProvisionerBase):
             "signature_scheme": "hmac-sha256",
             **ports,  # type: ignore[typeddict-item]
         }
+        if self._curve is not None:
+            info["curve_publickey"], info["curve_secretkey"] = self._curve
         self.connection_info = info
         return info
 

@@ -10,6 +10,7 @@ import asyncio
 import io
 import json
 import os
+import queue
 import signal
 import sys
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import jupyter_kernel_test
 import pytest
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
@@ -74,6 +76,7 @@ async def kernels(
     write_kernelspec(tmp_path, "pai-too-many", virtual_cluster="research", gpus=9)
     write_kernelspec(tmp_path, "pai-novc", virtual_cluster="nope", gpus=1)
     write_kernelspec(tmp_path, "pai-idle", gpus=1, idle_seconds=3)
+    write_kernelspec(tmp_path, "pai-pod-ip", gpus=1, connect="pod-ip")
     config = tmp_path / "config"
     config.mkdir()
     (config / "jupyter_pai_config.json").write_text(
@@ -258,6 +261,36 @@ async def test_a_kernel_waits_in_a_full_vc_and_starts_when_a_job_ends(
             starting.cancel()
         await km.shutdown_kernel()
         await pool.close()
+
+
+async def test_at_the_pod_ip_the_channels_are_curve_encrypted(
+    kernels: KubernetesBackend, kube_cluster: TestCluster, flavor: str
+) -> None:
+    """connect=pod-ip (a server inside the cluster): no port-forward, CurveZMQ on every
+    channel; a client without the key pair gets no answer."""
+    km = kernel("pai-pod-ip", kube_cluster, flavor)
+    await km.start_kernel()
+    try:
+        info = km.get_connection_info()
+        job = await kernels.get_job(km.provisioner.job_id)  # type: ignore[union-attr]
+        assert info["ip"] == job.tasks[0].ip != "127.0.0.1"
+        assert info["shell_port"] == job.tasks[0].ports["kernel"][0]
+        assert info.get("curve_publickey") and info.get("curve_secretkey")
+        out, _ = await run(km, "print('over curve')")
+        assert out.strip() == "over curve"
+
+        plain = {k: v for k, v in info.items() if not k.startswith("curve_")}
+        eavesdropper = BlockingKernelClient()
+        eavesdropper.load_connection_info(plain)
+        eavesdropper.start_channels()
+        try:
+            eavesdropper.kernel_info()
+            with pytest.raises(queue.Empty):
+                await asyncio.to_thread(eavesdropper.get_shell_msg, timeout=3)
+        finally:
+            eavesdropper.stop_channels()
+    finally:
+        await km.shutdown_kernel()
 
 
 @pytest.mark.parametrize(

@@ -120,3 +120,20 @@ def test_example_kernelspecs_are_what_the_cli_writes(folder: Path) -> None:
     assert spec == kernelspec(request)
     resolve_image(request.image, PAIConfig().images)  # a name of the default catalogue
     assert f"{config['virtual_cluster']}, {config['gpus']} GPU" in spec["display_name"]
+
+
+def test_a_pod_ip_kernel_gets_its_curve_pair_through_secrets_only() -> None:
+    job = kernel_job(
+        KernelRequest("default", gpus=1), name="kernel-1", key="k3y",
+        image_uri="", in_process_launcher=False, curve=("PUBLIC-z85", "SECRET-z85"),
+    )  # fmt: skip
+    assert job.secrets == {
+        "kernelKey": "k3y",
+        "curvePublicKey": "PUBLIC-z85",
+        "curveSecretKey": "SECRET-z85",
+    }
+    (role,) = job.task_roles.values()
+    command = "\n".join(role.commands)
+    assert "SECRET-z85" not in command and "PUBLIC-z85" not in command
+    assert 'JUPYTER_PAI_CURVE_SECRETKEY="<% $secrets.curveSecretKey %>"' in command
+    assert "SECRET-z85" not in json.dumps(public_spec(job))
