@@ -54,7 +54,6 @@ from .connection import BackendConnection, Connection
 from .follow import TaskLine, decode, decode_async, follow_job, follow_task
 from .loop import LoopThread
 from .outcome import TAIL_LINES, FailedTask, JobFailed, failed_tasks
-from .rest import RestConnection
 from .sources import Spec, job_source
 
 T = TypeVar("T")
@@ -283,6 +282,8 @@ class Client:
                 raise ValueError(
                     "backend, config and working_dir are the server's when the client uses url"
                 )
+            from .rest import RestConnection  # aiohttp: imported only by those who use it
+
             self._connection = RestConnection(url, token)
         else:
             wd = os.fspath(working_dir) if working_dir is not None else None
