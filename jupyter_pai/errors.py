@@ -62,6 +62,12 @@ class Conflict(PAIError):
     status = 409
 
 
+class TooLarge(PAIError):
+    """A request body over the size a request of its kind may have."""
+
+    status = 413
+
+
 class Unavailable(PAIError):
     """The cluster (or the local state directory) cannot be reached right now."""
 

@@ -10,18 +10,35 @@ from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel
 
 from ...backends.base import Backend
-from ...errors import BadRequest, PAIError
+from ...errors import BadRequest, FieldError, PAIError, TooLarge
 from ...spec.parse import parse_json
 from ..context import PAIContext
 
 YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-yaml", "text/plain")
+#: No request to this API needs a bigger body: a job spec is stored whole as an annotation on
+#: Kubernetes (256 KiB for all of an object's), and nothing else is uploaded through it.
+#: (The server's own ``ServerApp.max_body_size`` bounds what is read at all.)
+MAX_BODY_BYTES = 1024 * 1024
 
 
 class PAIHandler(APIHandler):
+    #: The largest request body the handler accepts (None: what the server reads at all).
+    max_body_bytes: int | None = MAX_BODY_BYTES
+
     @property
     def pai(self) -> PAIContext:
         ctx: PAIContext = self.settings["jupyter_pai"]
         return ctx
+
+    # APIHandler.prepare takes no arguments; mypy compares it with JupyterHandler's.
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()  # authentication first: a stranger learns nothing of limits
+        size, most = len(self.request.body or b""), self.max_body_bytes
+        if most is not None and size > most:
+            raise TooLarge(
+                f"the request body is {size} bytes; at most {most} are accepted",
+                [FieldError("body", f"at most {most} bytes")],
+            )
 
     async def backend(self) -> Backend:
         return await self.pai.backend()

@@ -63,6 +63,8 @@ class TaskPortHandler(PAIHandler, websocket.WebSocketHandler):
     upgrade opens a WebSocket to the task and relays messages both ways."""
 
     _upstream: websocket.WebSocketClientConnection | None = None
+    # What a task's web app is sent is its own business (uploads): no API-sized limit.
+    max_body_bytes = None
 
     @property
     def content_security_policy(self) -> str:
