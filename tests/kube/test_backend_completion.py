@@ -283,6 +283,44 @@ async def test_kueue_failed_workers_fail_the_job_with_no_jupyter_pai_running(
     assert shown["exitCode"] == 3
 
 
+FAILS_ONCE = """
+protocolVersion: 2
+name: {name}
+type: job
+jobRetryCount: 1
+taskRoles:
+  worker:
+    instances: 2
+    resourcePerInstance: {{cpu: 1, memoryMB: 128, gpu: 0}}
+    commands:
+      - 'if [ "$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX" = 1 ] && mkdir {marker} 2>/dev/null; then exit 3; fi'
+      - 'echo "attempt ok"'
+"""
+
+
+async def test_kueue_job_retry_restarts_the_jobset_with_no_jupyter_pai_running(
+    kube_cluster: TestCluster, cli: Any, tmp_path: Path
+) -> None:
+    """jobRetryCount 1 is the JobSet's failurePolicy.maxRestarts: worker 1 fails the first
+    attempt (its Job fails: maxFailedIndexes 0), JobSet recreates every Job, the second
+    attempt succeeds."""
+    marker = tmp_path / "failed-once"  # made by the first attempt, on this host
+    job_id, base = cli.submit("kueue", FAILS_ONCE.format(name="kretry", marker=marker))
+    deadline = time.monotonic() + 90
+    while _jobset_condition(kube_cluster, base) is None:
+        assert time.monotonic() < deadline, "the JobSet did not end"
+        await asyncio.sleep(0.5)
+    js = client.CustomObjectsApi(kube_cluster.api()).get_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", NS, "jobsets", base
+    )
+    assert marker.is_dir()
+    assert _jobset_condition(kube_cluster, base) == "Completed", js.get("status")
+    assert js["status"]["restarts"] == 1
+    shown = cli.show("kueue", job_id)
+    assert shown["state"] == "SUCCEEDED", shown
+    assert shown["retries"] == 1, shown
+
+
 # -- native: a running backend's watch, and the CLI ----------------------------------------
 
 
