@@ -26,6 +26,13 @@ if ! command -v torchrun >/dev/null || ! /usr/bin/python3 -c "import torch.distr
     --no-install-recommends python3-torch >/dev/null
 fi
 
+# The GPU utilisation tests start Debian's Prometheus (scraping a DCGM stand-in).
+if [ ! -x /usr/bin/prometheus ]; then
+  step "installing Debian's Prometheus for the GPU utilisation tests"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends prometheus >/dev/null
+fi
+
 step "lint, format and types"
 ruff check jupyter_pai tests benchmarks
 ruff format --check jupyter_pai tests benchmarks

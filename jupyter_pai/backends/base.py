@@ -21,6 +21,7 @@ from .models import (
     JobEvent,
     JobFilter,
     JobSummary,
+    JobUtilisation,
     Storage,
     StorageListing,
     TaskStatus,
@@ -141,3 +142,9 @@ class Backend(LoggingConfigurable):
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
         """The address of a checked task port, as seen from this machine."""
         raise Unavailable(f"the {self.name} backend cannot reach task ports")
+
+    async def utilisation(self, job_id: str) -> JobUtilisation:
+        """GPU utilisation of the job's running tasks, now and over the last hour; what is
+        not measured is ``None`` with a note, never zeros."""
+        job = await self.get_job(job_id)
+        return JobUtilisation(job_id=job.id, note=f"the {self.name} backend measures no GPUs")

@@ -161,6 +161,37 @@ class Info(ApiModel):
     gpu_slots: int | None = None
 
 
+class GpuUsage(ApiModel):
+    """GPU use of a task or job at one time or over a window: utilisation averaged over
+    its GPUs (%), GPU memory used summed over them (MiB). ``None``: not measured."""
+
+    gpu_percent: float | None = None
+    memory_mb: float | None = Field(default=None, alias="memoryMB")
+
+
+class TaskUtilisation(ApiModel):
+    role: str
+    index: int
+    gpu_number: int = 0
+    #: The latest sample; ``None`` where nothing measures this task's GPUs.
+    current: GpuUsage | None = None
+    #: Average utilisation and peak memory over the last hour (of what was sampled).
+    last_hour: GpuUsage | None = None
+
+
+class JobUtilisation(ApiModel):
+    """``GET jobs/{id}/utilisation``: per task and for the job (tasks' GPUs together).
+    Missing measurements are ``None``, never zeros; ``note`` says why (no GPU on this
+    machine, Prometheus unreachable or not configured)."""
+
+    job_id: str
+    source: str | None = None  # "nvml" | "prometheus"
+    current: GpuUsage | None = None
+    last_hour: GpuUsage | None = None
+    tasks: list[TaskUtilisation] = Field(default_factory=list)
+    note: str | None = None
+
+
 Item = TypeVar("Item", bound=BaseModel)
 
 

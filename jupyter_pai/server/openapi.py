@@ -34,6 +34,9 @@ MODELS: list[type[models.ApiModel]] = [
     models.VirtualClusterList,
     models.ImageList,
     models.StorageList,
+    models.GpuUsage,
+    models.TaskUtilisation,
+    models.JobUtilisation,
 ]
 
 

@@ -15,6 +15,7 @@ from .handlers.logs import JobLogsHandler
 from .handlers.notebook_jobs import NotebookJobsHandler
 from .handlers.storage import StorageHandler, StoragesHandler
 from .handlers.taskports import TaskPortHandler, TaskPortRedirectHandler
+from .handlers.utilisation import JobUtilisationHandler
 from .handlers.virtual_clusters import VirtualClustersHandler
 
 PREFIX = "pai/api"
@@ -29,6 +30,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("jobs/{job_id}", JobHandler),
     ("jobs/{job_id}/logs", JobLogsHandler),
     ("jobs/{job_id}/events", JobEventsHandler),
+    ("jobs/{job_id}/utilisation", JobUtilisationHandler),
     # The proxy first: the bare port's pattern (trailing / optional) would take ``…/``.
     ("jobs/{job_id}/tasks/{task}/ports/{port}/{path}", TaskPortHandler),
     ("jobs/{job_id}/tasks/{task}/ports/{port}", TaskPortRedirectHandler),

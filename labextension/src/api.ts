@@ -19,6 +19,7 @@ import type {
   JobDetail,
   JobEvent,
   JobEventList,
+  JobUtilisation,
   JobFilter,
   JobList,
   JobSummary,
@@ -372,6 +373,13 @@ export class PAIClient {
     return this.request<JobDetail | undefined>(
       `jobs/${encodeURIComponent(id)}`,
       { method: 'DELETE' }
+    );
+  }
+
+  /** GPU use per task and for the job (`null` where not measured, with a note). */
+  utilisation(id: string): Promise<JobUtilisation> {
+    return this.request<JobUtilisation>(
+      `jobs/${encodeURIComponent(id)}/utilisation`
     );
   }
 

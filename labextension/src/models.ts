@@ -177,6 +177,30 @@ export type VirtualClusterList = ItemList<VirtualCluster>;
 export type ImageList = ItemList<Image>;
 export type StorageList = ItemList<Storage>;
 
+/** GPU use at one time or over a window; `null`: not measured. */
+export interface GpuUsage {
+  gpuPercent: number | null;
+  memoryMB: number | null;
+}
+
+export interface TaskUtilisation {
+  role: string;
+  index: number;
+  gpuNumber: number;
+  current: GpuUsage | null;
+  lastHour: GpuUsage | null;
+}
+
+/** `GET jobs/{id}/utilisation`. */
+export interface JobUtilisation {
+  jobId: string;
+  source: string | null;
+  current: GpuUsage | null;
+  lastHour: GpuUsage | null;
+  tasks: TaskUtilisation[];
+  note: string | null;
+}
+
 export interface JobFilter {
   vc?: string | null;
   state?: JobState[] | null;
@@ -453,5 +477,21 @@ export const MODEL_FIELDS = {
   JobEventList: { items: true } satisfies Fields<JobEventList>,
   VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,
   ImageList: { items: true } satisfies Fields<ImageList>,
-  StorageList: { items: true } satisfies Fields<StorageList>
+  StorageList: { items: true } satisfies Fields<StorageList>,
+  GpuUsage: { gpuPercent: true, memoryMB: true } satisfies Fields<GpuUsage>,
+  TaskUtilisation: {
+    role: true,
+    index: true,
+    gpuNumber: true,
+    current: true,
+    lastHour: true
+  } satisfies Fields<TaskUtilisation>,
+  JobUtilisation: {
+    jobId: true,
+    source: true,
+    current: true,
+    lastHour: true,
+    tasks: true,
+    note: true
+  } satisfies Fields<JobUtilisation>
 };

@@ -25,6 +25,7 @@ from ..models import (
     JobEvent,
     JobFilter,
     JobSummary,
+    JobUtilisation,
     Resources,
     Storage,
     StorageListing,
@@ -32,8 +33,10 @@ from ..models import (
     VirtualCluster,
 )
 from ..taskports import PortAddress
+from ..utilisation import GpuReading, job_utilisation
 from . import connect, vcs
 from .flavors import FLAVORS, Flavor
+from .gpumetrics import PrometheusGpus
 from .joblifecycle import JobLifecycle
 from .jobssh import add_job_key, generate_key_pair, needs_job_key
 from .jobviews import JobViews, detail
@@ -117,6 +120,21 @@ class KubernetesBackend(Backend):
     )
     request_timeout = Float(15.0, help="Seconds per API-server request.").tag(config=True)
     master_port = Int(29500, help="MASTER_PORT of torch.distributed.").tag(config=True)
+    prometheus_url = Unicode(
+        help="""A Prometheus server that scrapes NVIDIA's DCGM exporter, for GPU utilisation
+        per task (e.g. ``http://prometheus.monitoring:9090``); empty: none. Default:
+        $JUPYTER_PAI_PROMETHEUS_URL.""",
+    ).tag(config=True)
+
+    @default("prometheus_url")
+    def _default_prometheus_url(self) -> str:
+        return os.environ.get("JUPYTER_PAI_PROMETHEUS_URL", "")
+
+    utilisation_cache_seconds = Float(
+        10.0,
+        help="""Seconds Prometheus's answers are reused: every job's utilisation comes
+        from one set of queries per this period, however many jobs and viewers there are.""",
+    ).tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -146,6 +164,11 @@ class KubernetesBackend(Backend):
         self._api: Any = None
         self.helpers: HelperPods | None = None
         self.port_forwards = TaskPortForwards(self)
+        self.gpu_metrics = (
+            PrometheusGpus(self.prometheus_url, self.namespace, ttl=self.utilisation_cache_seconds)
+            if self.prometheus_url
+            else None
+        )
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -249,6 +272,18 @@ class KubernetesBackend(Backend):
             raise Unavailable(f"task {task.role}-{task.index} of job {job.id} has no pod yet")
         self._rest()
         return PortAddress("127.0.0.1", await self.port_forwards.local_port(pod, port))
+
+    async def utilisation(self, job_id: str) -> JobUtilisation:
+        job = self.views.detail(job_id)
+        d = self.views.view(self.views.primary(job_id))
+        if self.gpu_metrics is None:
+            note = "GPU utilisation needs a Prometheus server (c.KubernetesBackend.prometheus_url)"
+            return job_utilisation(job, {}, source=None, note=note)
+        snapshot = await self.gpu_metrics.snapshot()
+        readings: dict[tuple[str, int], list[GpuReading]] = {
+            (t.role, t.index): snapshot.pods.get(t.pod, []) for t in d.view.tasks if t.pod
+        }
+        return job_utilisation(job, readings, source="prometheus", note=snapshot.note)
 
     # -- virtual clusters ----------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from ..models import (
     JobFilter,
     JobState,
     JobSummary,
+    JobUtilisation,
     Resources,
     Storage,
     StorageListing,
@@ -36,8 +37,10 @@ from ..models import (
     VirtualCluster,
 )
 from ..taskports import PortAddress
+from ..utilisation import job_utilisation
 from . import gpus
 from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
+from .nvml import NvmlGpus
 from .processes import alive
 from .records import JobRecord, TaskRecord, now
 from .scheduler import vc_limit, vc_policies, vc_usage
@@ -119,6 +122,7 @@ class LocalBackend(Backend):
         self.policies = vc_policies(self.virtual_clusters_config, len(self.slots))
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
         self._summaries: dict[str, tuple[int, JobRecord]] = {}
+        self.nvml = NvmlGpus()
         self._housekeeper: asyncio.Task[None] | None = None
 
     def _slots(self) -> list[str]:
@@ -432,6 +436,18 @@ class LocalBackend(Backend):
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
         # Tasks are processes of this machine; their ports are on its loopback.
         return PortAddress(task.ip or "127.0.0.1", port)
+
+    async def utilisation(self, job_id: str) -> JobUtilisation:
+        job = await self.get_job(job_id)
+        devices = await asyncio.to_thread(self.nvml.readings)
+        if devices is None:
+            note = self.nvml.note or "no GPU measured"
+            return job_utilisation(job, {}, source=None, note=f"{note}: nothing to measure")
+        # Each task's GPUs are the device ids it was pinned to (CUDA_VISIBLE_DEVICES).
+        readings = {
+            (t.role, t.index): [devices[g] for g in t.gpus if g in devices] for t in job.tasks
+        }
+        return job_utilisation(job, readings, source="nvml")
 
 
 def new_record(job: JobProtocol, user: str, working_dir: str) -> JobRecord:

@@ -61,6 +61,7 @@ describe('models mirror the server one to one', () => {
       'jobs/{job_id}',
       'jobs/{job_id}/logs',
       'jobs/{job_id}/events',
+      'jobs/{job_id}/utilisation',
       'notebook-jobs',
       'storage',
       'storage/{name}/{path}'

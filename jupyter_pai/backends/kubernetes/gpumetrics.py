@@ -1,0 +1,107 @@
+"""Pods' GPU readings from a Prometheus server that scrapes NVIDIA's DCGM exporter
+(``DCGM_FI_DEV_GPU_UTIL`` %, ``DCGM_FI_DEV_FB_USED`` MiB, labelled with the GPU's pod and
+namespace). One snapshot holds every pod of the namespace: a refresh sends the same four
+queries however many jobs run, and answers are cached for ``ttl`` seconds, so a panel
+polling each job's utilisation costs Prometheus nothing more per job."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from ..utilisation import GpuReading
+
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
+MEMORY = "DCGM_FI_DEV_FB_USED"
+
+
+@dataclass
+class GpuSnapshot:
+    """Pod name → its GPUs' readings; ``note`` says why there are none, if so."""
+
+    pods: dict[str, list[GpuReading]] = field(default_factory=dict)
+    note: str | None = None
+    taken: float = 0.0
+
+
+class PrometheusGpus:
+    def __init__(self, url: str, namespace: str, *, ttl: float = 10.0, timeout: float = 5.0):
+        self.url = url.rstrip("/")
+        self.namespace = namespace
+        self.ttl = ttl
+        self.timeout = timeout
+        #: Queries sent so far (what the benchmark counts).
+        self.queries = 0
+        self._snapshot: GpuSnapshot | None = None
+        self._lock = asyncio.Lock()
+
+    def _queries(self) -> dict[str, str]:
+        sel = f'{{namespace="{self.namespace}"}}'
+        return {
+            "percent": f"{UTIL}{sel}",
+            "memory": f"{MEMORY}{sel}",
+            "hour_percent": f"avg_over_time({UTIL}{sel}[1h])",
+            "hour_memory": f"max_over_time({MEMORY}{sel}[1h])",
+        }
+
+    async def snapshot(self) -> GpuSnapshot:
+        """The cached snapshot, or a fresh one when it is older than ``ttl``; concurrent
+        callers share one refresh."""
+        async with self._lock:
+            current = self._snapshot
+            if current is None or time.monotonic() - current.taken >= self.ttl:
+                current = self._snapshot = await self._refresh()
+            return current
+
+    async def _refresh(self) -> GpuSnapshot:
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        names = self._queries()
+        try:
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                answers = await asyncio.gather(*(self._query(session, q) for q in names.values()))
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
+            # An unreachable Prometheus is remembered for ttl too: no hammering it.
+            reason = str(error) or type(error).__name__
+            return GpuSnapshot(
+                note=f"Prometheus at {self.url} did not answer: {reason}",
+                taken=time.monotonic(),
+            )
+        by_gpu: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+        for key, series in zip(names, answers, strict=True):
+            for pod, gpu, value in series:
+                by_gpu[(pod, gpu)][key] = value
+        pods: dict[str, list[GpuReading]] = defaultdict(list)
+        for (pod, _), v in sorted(by_gpu.items()):
+            pods[pod].append(
+                GpuReading(
+                    percent=v.get("percent"),
+                    memory_mb=v.get("memory"),
+                    hour_percent=v.get("hour_percent"),
+                    hour_memory_mb=v.get("hour_memory"),
+                )
+            )
+        return GpuSnapshot(pods=dict(pods), taken=time.monotonic())
+
+    async def _query(
+        self, session: aiohttp.ClientSession, query: str
+    ) -> list[tuple[str, str, float]]:
+        """(pod, gpu, value) of an instant query's vector."""
+        self.queries += 1
+        async with session.get(f"{self.url}/api/v1/query", params={"query": query}) as resp:
+            body: Any = await resp.json(content_type=None)
+            if resp.status != 200 or body.get("status") != "success":
+                raise ValueError(f"HTTP {resp.status}: {body.get('error', body)}")
+        out = []
+        for item in body["data"]["result"]:
+            labels = item.get("metric", {})
+            pod = labels.get("pod") or labels.get("exported_pod")
+            if not pod:
+                continue
+            gpu = labels.get("gpu") or labels.get("UUID") or ""
+            out.append((str(pod), str(gpu), float(item["value"][1])))
+        return out

@@ -1,0 +1,162 @@
+"""A real Prometheus (Debian's ``prometheus`` package) scraping a stand-in for NVIDIA's
+DCGM exporter whose series each test sets: ``DCGM_FI_DEV_GPU_UTIL`` and
+``DCGM_FI_DEV_FB_USED`` per (namespace, pod, gpu), as dcgm-exporter labels them on
+Kubernetes. Used by the utilisation tests and ``benchmarks/gpu_utilisation.py``."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+@dataclass
+class GpuSeries:
+    """One GPU of a pod as the exporter reports it."""
+
+    namespace: str
+    pod: str
+    gpu: int
+    percent: float
+    memory_mb: float
+
+
+@dataclass
+class DcgmExporter:
+    """Serves ``/metrics`` in Prometheus's text format from :attr:`gpus` (edit freely)."""
+
+    gpus: list[GpuSeries] = field(default_factory=list)
+    port: int = 0
+    scrapes: int = 0
+
+    def text(self) -> str:
+        lines = [
+            "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).",
+            "# TYPE DCGM_FI_DEV_GPU_UTIL gauge",
+        ]
+        for g in self.gpus:
+            lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{_labels(g)}}} {g.percent}")
+        lines += [
+            "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).",
+            "# TYPE DCGM_FI_DEV_FB_USED gauge",
+        ]
+        for g in self.gpus:
+            lines.append(f"DCGM_FI_DEV_FB_USED{{{_labels(g)}}} {g.memory_mb}")
+        return "\n".join(lines) + "\n"
+
+
+def _labels(g: GpuSeries) -> str:
+    return (
+        f'gpu="{g.gpu}",UUID="GPU-{g.pod}-{g.gpu}",modelName="Test GPU",'
+        f'namespace="{g.namespace}",pod="{g.pod}",container="main"'
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def dcgm_exporter() -> Iterator[DcgmExporter]:
+    exporter = DcgmExporter()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = exporter.text().encode()
+            exporter.scrapes += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    exporter.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield exporter
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Prometheus:
+    url: str
+    process: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@contextmanager
+def prometheus(workdir: Path, exporter: DcgmExporter, interval: str = "1s") -> Iterator[Prometheus]:
+    """Prometheus scraping ``exporter`` every ``interval``; fails loudly when the package is
+    missing (``scripts/test.sh`` installs it)."""
+    if not Path(PROMETHEUS).exists() and shutil.which("prometheus") is None:
+        raise RuntimeError(
+            "Debian's prometheus package is missing (/usr/bin/prometheus): "
+            "apt-get install prometheus, as scripts/test.sh does"
+        )
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        f"global: {{scrape_interval: {interval}, evaluation_interval: {interval}}}\n"
+        "scrape_configs:\n"
+        "  - job_name: dcgm\n"
+        "    honor_labels: true\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{exporter.port}']}}]\n"
+    )
+    port = _free_port()
+    log = (workdir / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [
+            shutil.which("prometheus") or PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    server = Prometheus(f"http://127.0.0.1:{port}", process)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{server.url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"Prometheus did not become ready: {(workdir / 'prometheus.log').read_text()[-2000:]}"
+                )
+            time.sleep(0.2)
+        yield server
+    finally:
+        server.stop()
+        log.close()
