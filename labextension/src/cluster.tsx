@@ -36,6 +36,8 @@ export function VcUsage(props: {
   vc: VirtualCluster;
   /** Show guaranteed, borrowed and lent GPUs (some VC may borrow). */
   sharing?: boolean;
+  /** The user's remote kernels running in this VC (jobs of kind kernel). */
+  kernels?: number;
 }): JSX.Element {
   const { vc } = props;
   const cap = vc.capacity.gpu;
@@ -78,6 +80,14 @@ export function VcUsage(props: {
           {vc.queuedJobs === 1 ? '' : 's'})
         </span>
         <span>running {vc.runningJobs}</span>
+        {!!props.kernels && (
+          <span
+            className="jp-PAI-vc-kernels"
+            title="Your remote kernels holding GPUs in this VC"
+          >
+            kernels {props.kernels}
+          </span>
+        )}
       </div>
       {sharing && (
         <div className="jp-PAI-muted jp-PAI-vc-sharing">{sharing}</div>
@@ -151,7 +161,19 @@ export function ClusterView(props: {
         {total.queued === 1 ? '' : 's'} waiting.
       </div>
       {vcs.map(vc => (
-        <VcUsage key={vc.name} vc={vc} sharing={sharing} />
+        <VcUsage
+          key={vc.name}
+          vc={vc}
+          sharing={sharing}
+          kernels={
+            model.jobs.filter(
+              j =>
+                j.kind === 'kernel' &&
+                j.state === 'RUNNING' &&
+                j.virtualCluster === vc.name
+            ).length
+          }
+        />
       ))}
       <div className="jp-PAI-section-title">Running over 5 days</div>
       {abnormal.length === 0 ? (

@@ -94,8 +94,11 @@ def test_a_gpu_kernel_queues_runs_and_frees_its_gpu(browser: object, gpu_lab: La
         expect(row.locator(".jp-PAI-col-state")).to_have_text("RUNNINGkernel")
         shot(page, "gpu-kernel-3-panel")
         open_panel(page, "cluster")
-        meter = page.locator(".jp-PAI-vc[data-vc='default']").get_by_role("meter")
+        vc = page.locator(".jp-PAI-vc[data-vc='default']")
+        meter = vc.get_by_role("meter")
         expect(meter).to_have_attribute("aria-valuenow", "1")
+        expect(vc.locator(".jp-PAI-vc-kernels")).to_have_text("kernels 1")
+        shot(page, "gpu-kernel-3b-cluster")
 
         page.get_by_role("menuitem", name="Kernel").click()
         page.get_by_role("menuitem", name="Shut Down Kernel").click()
@@ -106,6 +109,7 @@ def test_a_gpu_kernel_queues_runs_and_frees_its_gpu(browser: object, gpu_lab: La
         vcs = {v["name"]: v for v in lab.json("virtual-clusters")["items"]}
         assert vcs["default"]["used"]["gpu"] == 0
         expect(meter).to_have_attribute("aria-valuenow", "0", timeout=10_000)
+        expect(vc.locator(".jp-PAI-vc-kernels")).to_have_count(0)
         shot(page, "gpu-kernel-4-gpu-free")
         open_panel(page, "jobs")
         expect(row.locator(".jp-PAI-col-state")).to_have_text("STOPPEDkernel")
