@@ -9,17 +9,20 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from traitlets import Unicode, default
+from traitlets import Float, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from .. import runtime
-from ..errors import FieldError, SpecError, Unavailable
+from ..errors import FieldError, NotFound, SpecError, Unavailable
 from ..spec.protocol import JobProtocol
+from .abnormal import abnormal_reasons
 from .models import (
+    AbnormalJob,
     Info,
     JobDetail,
     JobEvent,
     JobFilter,
+    JobState,
     JobSummary,
     JobUtilisation,
     Storage,
@@ -81,6 +84,20 @@ class Backend(LoggingConfigurable):
     @default("user")
     def _default_user(self) -> str:
         return os.environ.get("JUPYTER_PAI_USER") or getpass.getuser()
+
+    abnormal_running_days = Float(
+        5.0, help="A job running longer than this many days is abnormal (OpenPAI's rule)."
+    ).tag(config=True)
+    abnormal_gpu_percent = Float(
+        10.0,
+        help="""A GPU job whose mean GPU utilisation over the last hour is under this (%) is
+        abnormal; only where utilisation is measured.""",
+    ).tag(config=True)
+    abnormal_grace_minutes = Float(
+        10.0,
+        help="""A job is judged on its GPU use only after running this long (a job that has
+        just started is often still loading data).""",
+    ).tag(config=True)
 
     async def start(self) -> None:
         """Open connections and caches; called once before use."""
@@ -148,3 +165,38 @@ class Backend(LoggingConfigurable):
         not measured is ``None`` with a note, never zeros."""
         job = await self.get_job(job_id)
         return JobUtilisation(job_id=job.id, note=f"the {self.name} backend measures no GPUs")
+
+    async def abnormal_jobs(self) -> list[AbnormalJob]:
+        """Running jobs OpenPAI's rule flags, with why: running over
+        ``abnormal_running_days``, or GPUs used under ``abnormal_gpu_percent`` over the
+        last hour. Utilisation comes from :meth:`utilisation` (cached, batched)."""
+        running = await self.list_jobs(JobFilter(state=[JobState.RUNNING]))
+        found = []
+        for job in running:
+            gpu_percent = None
+            if job.total_gpu_number > 0:
+                gpu_percent = await self._hour_percent(job.id)
+            reasons = abnormal_reasons(
+                job,
+                gpu_percent,
+                days=self.abnormal_running_days,
+                percent=self.abnormal_gpu_percent,
+                grace=self.abnormal_grace_minutes,
+            )
+            if reasons:
+                found.append(
+                    AbnormalJob(
+                        job=job,
+                        reasons=reasons,
+                        gpu_percent_last_hour=gpu_percent,
+                        may_stop=job.user == self.user,
+                    )
+                )
+        return sorted(found, key=lambda a: a.job.launched_time or a.job.submission_time)
+
+    async def _hour_percent(self, job_id: str) -> float | None:
+        try:
+            usage = (await self.utilisation(job_id)).last_hour
+        except NotFound:  # ended meanwhile
+            return None
+        return usage.gpu_percent if usage is not None else None

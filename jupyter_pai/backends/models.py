@@ -192,6 +192,18 @@ class JobUtilisation(ApiModel):
     note: str | None = None
 
 
+class AbnormalJob(ApiModel):
+    """A running job OpenPAI's rule flags: running too long, or holding GPUs it barely
+    uses (thresholds: ``c.Backend.abnormal_*``)."""
+
+    job: JobSummary
+    reasons: list[str]
+    #: The job's mean GPU utilisation over the last hour, where measured.
+    gpu_percent_last_hour: float | None = None
+    #: Whether this user may stop it (their own job).
+    may_stop: bool = False
+
+
 Item = TypeVar("Item", bound=BaseModel)
 
 
@@ -221,6 +233,10 @@ class ImageList(ItemList[Image]):
 
 class StorageList(ItemList[Storage]):
     """``GET storage``."""
+
+
+class AbnormalJobList(ItemList[AbnormalJob]):
+    """``GET abnormal-jobs``: longest running first."""
 
 
 class FieldWarning(ApiModel):

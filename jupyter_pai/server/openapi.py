@@ -37,6 +37,8 @@ MODELS: list[type[models.ApiModel]] = [
     models.GpuUsage,
     models.TaskUtilisation,
     models.JobUtilisation,
+    models.AbnormalJob,
+    models.AbnormalJobList,
 ]
 
 

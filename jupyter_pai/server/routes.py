@@ -7,6 +7,7 @@ import re
 
 from jupyter_server.utils import url_path_join
 
+from .handlers.abnormal import AbnormalJobsHandler
 from .handlers.base import PAIHandler
 from .handlers.convert import ConvertHandler
 from .handlers.info import ImagesHandler, InfoHandler, SchemaHandler
@@ -31,6 +32,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("jobs/{job_id}/logs", JobLogsHandler),
     ("jobs/{job_id}/events", JobEventsHandler),
     ("jobs/{job_id}/utilisation", JobUtilisationHandler),
+    ("abnormal-jobs", AbnormalJobsHandler),
     # The proxy first: the bare port's pattern (trailing / optional) would take ``…/``.
     ("jobs/{job_id}/tasks/{task}/ports/{port}/{path}", TaskPortHandler),
     ("jobs/{job_id}/tasks/{task}/ports/{port}", TaskPortRedirectHandler),

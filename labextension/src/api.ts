@@ -10,6 +10,8 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type {
+  AbnormalJob,
+  AbnormalJobList,
   ConvertResult,
   ErrorBody,
   FieldError,
@@ -374,6 +376,11 @@ export class PAIClient {
       `jobs/${encodeURIComponent(id)}`,
       { method: 'DELETE' }
     );
+  }
+
+  /** Running jobs flagged abnormal, with why and whether this user may stop them. */
+  async abnormalJobs(): Promise<AbnormalJob[]> {
+    return (await this.request<AbnormalJobList>('abnormal-jobs')).items;
   }
 
   /** GPU use per task and for the job (`null` where not measured, with a note). */

@@ -177,6 +177,16 @@ export type VirtualClusterList = ItemList<VirtualCluster>;
 export type ImageList = ItemList<Image>;
 export type StorageList = ItemList<Storage>;
 
+/** A running job OpenPAI's rule flags (too long, idle GPUs). */
+export interface AbnormalJob {
+  job: JobSummary;
+  reasons: string[];
+  gpuPercentLastHour: number | null;
+  mayStop: boolean;
+}
+
+export type AbnormalJobList = ItemList<AbnormalJob>;
+
 /** GPU use at one time or over a window; `null`: not measured. */
 export interface GpuUsage {
   gpuPercent: number | null;
@@ -478,6 +488,13 @@ export const MODEL_FIELDS = {
   VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,
   ImageList: { items: true } satisfies Fields<ImageList>,
   StorageList: { items: true } satisfies Fields<StorageList>,
+  AbnormalJob: {
+    job: true,
+    reasons: true,
+    gpuPercentLastHour: true,
+    mayStop: true
+  } satisfies Fields<AbnormalJob>,
+  AbnormalJobList: { items: true } satisfies Fields<AbnormalJobList>,
   GpuUsage: { gpuPercent: true, memoryMB: true } satisfies Fields<GpuUsage>,
   TaskUtilisation: {
     role: true,

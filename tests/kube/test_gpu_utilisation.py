@@ -1,7 +1,7 @@
 """GPU utilisation on Kubernetes, once per flavour: a real Prometheus (Debian's package)
 scrapes a DCGM-format exporter whose series name the test cluster's pods; the backend
 reads a busy job, an idle job and a job on no GPU from it with one batch of queries per
-refresh, and an unreachable Prometheus becomes a note."""
+refresh, flags the idle one abnormal, and an unreachable Prometheus becomes a note."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ async def test_busy_idle_and_cpu_jobs_from_prometheus(
         node_selector=GPU_POOL,
         prometheus_url=prom.url,
         utilisation_cache_seconds=TTL,
+        abnormal_grace_minutes=0,
     )
     await b.start()
     try:
@@ -123,12 +124,19 @@ async def test_busy_idle_and_cpu_jobs_from_prometheus(
             await asyncio.gather(*(b.utilisation(i) for i in ids.values()))
         assert b.gpu_metrics is not None and b.gpu_metrics.queries - before == 4
 
+        # The idle job is abnormal (judged at once here: no grace), the others are not.
+        abnormal = await b.abnormal_jobs()
+        assert [(a.job.id, a.may_stop) for a in abnormal] == [(ids["idle"], True)], abnormal
+        assert abnormal[0].reasons == ["GPU utilisation 3 % over the last hour (under 10 %)"]
+        assert abnormal[0].gpu_percent_last_hour == 3
+
         # Prometheus goes away: a note, no error, no stale figures after the cache time.
         prom.stop()
         await asyncio.sleep(TTL)
         gone = await b.utilisation(ids["busy"])
         assert gone.current is None and gone.note is not None, gone
         assert prom.url in gone.note and "did not answer" in gone.note
+        assert await b.abnormal_jobs() == []  # not measured is not idle
     finally:
         await b.close()
         _cleanup(kube_cluster, NS)

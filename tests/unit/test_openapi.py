@@ -79,6 +79,7 @@ def test_every_answer_is_a_named_model_and_every_list_one_envelope() -> None:
         "/virtual-clusters",
         "/images",
         "/storage",
+        "/abnormal-jobs",
     }
     for name in lists.values():
         assert list(components[name]["properties"]) == ["items"], name

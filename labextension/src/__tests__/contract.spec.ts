@@ -62,6 +62,7 @@ describe('models mirror the server one to one', () => {
       'jobs/{job_id}/logs',
       'jobs/{job_id}/events',
       'jobs/{job_id}/utilisation',
+      'abnormal-jobs',
       'notebook-jobs',
       'storage',
       'storage/{name}/{path}'
