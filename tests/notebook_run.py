@@ -111,6 +111,11 @@ async def check_magics_notebook(workdir: Path, client: Client) -> None:
     assert submitted.endswith("hello magics\n"), submitted
     assert "[worker-0] rank defined in the job: False\n" in text_of(cells["isolated"])
     assert "default" in text_of(cells["vcs"])
+    assert "python-3.11" in text_of(cells["images"])
+    to_stop = text_of(cells["to-stop"]).split("[pai] submitted ")[1].split()[0]
+    assert text_of(cells["stop"]).split(": ")[0] == to_stop
+    assert text_of(cells["stop"]).split(": ")[1].strip() in ("STOPPING", "STOPPED")
+    assert (await client.job_async(to_stop)).state in (JobState.STOPPING, JobState.STOPPED)
 
     stopped = cells["interrupt"]
     assert f"[pai] interrupted: stopping {interrupted}\n" in text_of(stopped), text_of(stopped)
