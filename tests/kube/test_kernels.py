@@ -75,7 +75,7 @@ async def kernels(
     write_kernelspec(tmp_path, "pai-research", virtual_cluster="research", gpus=1)
     write_kernelspec(tmp_path, "pai-too-many", virtual_cluster="research", gpus=9)
     write_kernelspec(tmp_path, "pai-novc", virtual_cluster="nope", gpus=1)
-    write_kernelspec(tmp_path, "pai-idle", gpus=1, idle_seconds=3)
+    write_kernelspec(tmp_path, "pai-idle", gpus=1, idle_seconds=4)
     write_kernelspec(tmp_path, "pai-pod-ip", gpus=1, connect="pod-ip")
     config = tmp_path / "config"
     config.mkdir()
@@ -321,7 +321,7 @@ time.sleep(600)
 async def test_a_kernel_whose_server_died_ends_itself(
     kernels: KubernetesBackend, kube_cluster: TestCluster, flavor: str
 ) -> None:
-    """idle_seconds=3: alive while its server sends heartbeats, ended once it is killed."""
+    """idle_seconds=4: alive while its server sends heartbeats, ended once it is killed."""
     server = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -333,7 +333,7 @@ async def test_a_kernel_whose_server_died_ends_itself(
     try:
         assert server.stdout is not None
         job_id = (await asyncio.wait_for(server.stdout.readline(), 90)).decode().strip()
-        await asyncio.sleep(6)  # twice idle_seconds, with the server alive
+        await asyncio.sleep(8)  # twice idle_seconds, with the server alive
         assert (await kernels.get_job(job_id)).state == JobState.RUNNING
         server.send_signal(signal.SIGKILL)
 

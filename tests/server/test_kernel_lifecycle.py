@@ -33,7 +33,7 @@ def backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pai_state_dir: Path
     write_kernelspec(tmp_path, "pai-novc", virtual_cluster="research", gpus=1)
     write_kernelspec(tmp_path, "pai-badimage", gpus=1, image="no-such-image")
     write_kernelspec(tmp_path, "pai-limit", gpus=1, queue_limit_seconds=1)
-    write_kernelspec(tmp_path, "pai-idle", gpus=1, idle_seconds=2)
+    write_kernelspec(tmp_path, "pai-idle", gpus=1, idle_seconds=3)
     return LocalBackend(housekeeping=0, stop_grace_seconds=2)
 
 
@@ -196,14 +196,14 @@ time.sleep(600)
 
 
 async def test_a_kernel_whose_server_died_ends_itself(backend: LocalBackend) -> None:
-    """idle_seconds=2: alive while its server sends heartbeats, ended once it is killed."""
+    """idle_seconds=3: alive while its server sends heartbeats, ended once it is killed."""
     server = await asyncio.create_subprocess_exec(
         sys.executable, "-c", SERVER, stdout=asyncio.subprocess.PIPE, env=dict(os.environ)
     )
     try:
         assert server.stdout is not None
         job_id = (await asyncio.wait_for(server.stdout.readline(), 60)).decode().strip()
-        await asyncio.sleep(5)  # more than idle_seconds, with the server alive
+        await asyncio.sleep(7)  # twice idle_seconds and more, with the server alive
         assert (await backend.get_job(job_id)).state == JobState.RUNNING
         server.send_signal(signal.SIGKILL)
         killed = time.monotonic()
@@ -214,7 +214,7 @@ async def test_a_kernel_whose_server_died_ends_itself(backend: LocalBackend) -> 
         await eventually(ended, "the orphaned kernel's job to end", 20)
         assert await used_gpus(backend) == 0
         took = time.monotonic() - killed
-        assert took >= 1.5, f"ended {took:.1f} s after its server: before idle_seconds"
+        assert took >= 2.5, f"ended {took:.1f} s after its server: before idle_seconds"
     finally:
         if server.returncode is None:
             server.kill()
