@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -91,9 +92,11 @@ def spawn_supervisor(store: StateStore, job_id: str) -> None:
             start_new_session=True,
             close_fds=True,
         )
-        proc.wait(timeout=30)  # the first child exits as soon as it has forked the supervisor
     finally:
         log.close()
+    # The first child exits as soon as it has forked the supervisor: reap it on the side,
+    # so this pass (which holds the state lock) does not wait for a Python to start.
+    threading.Thread(target=proc.wait, name="jupyter-pai-reap", daemon=True).start()
 
 
 def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
@@ -139,8 +142,9 @@ def schedule(store: StateStore, spawn: Spawner = spawn_supervisor) -> None:
         store.add_event(
             job_id, "Scheduled", f"all {len(rec.tasks)} task(s) admitted together; GPUs {gpus}"
         )
-        write_plan(store, rec)
+        # The supervisor starts (it waits for this pass's lock) while its plan is written.
         spawn(store, job_id)
+        write_plan(store, rec)
     store.write_active([r.id for r in active])
 
 
