@@ -8,6 +8,16 @@ from datetime import datetime, timezone
 from .models import JobSummary
 
 
+def span(seconds: float) -> str:
+    """``5.2 days``, ``3.0 hours``, ``12 minutes``, ``8 seconds``."""
+    for unit, size in (("days", 86400), ("hours", 3600)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"
+
+
 def abnormal_reasons(
     job: JobSummary,
     gpu_percent_last_hour: float | None,
@@ -24,7 +34,7 @@ def abnormal_reasons(
     running_s = (now - started).total_seconds()
     reasons = []
     if running_s > days * 86400:
-        reasons.append(f"running for {running_s / 86400:.1f} days (over {days:g})")
+        reasons.append(f"running for {span(running_s)} (over {span(days * 86400)})")
     if (
         job.total_gpu_number > 0
         and gpu_percent_last_hour is not None

@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { jobDuration, parseTime } from './format';
+import { AbnormalJobsList } from './abnormaljobs';
 import type { JobSummary, VirtualCluster } from './models';
 import { PAIModel } from './model';
 
@@ -97,29 +97,11 @@ export function VcUsage(props: {
   );
 }
 
-/** Running longer than this stands out (OpenPAI's "abnormal jobs"). */
-export const LONG_RUNNING_MS = 5 * 24 * 3600 * 1000;
-
-export function longRunning(
-  jobs: JobSummary[],
-  now = Date.now()
-): JobSummary[] {
-  return jobs.filter(j => {
-    const start = parseTime(j.launchedTime);
-    return (
-      j.state === 'RUNNING' &&
-      !!start &&
-      now - start.getTime() > LONG_RUNNING_MS
-    );
-  });
-}
-
 export function ClusterView(props: {
   model: PAIModel;
   onOpen?: (job: JobSummary) => void;
 }): JSX.Element {
   const { model } = props;
-  const abnormal = longRunning(model.jobs);
   const vcs = model.virtualClusters;
   if (!model.loaded) {
     return model.error ? (
@@ -175,28 +157,7 @@ export function ClusterView(props: {
           }
         />
       ))}
-      <div className="jp-PAI-section-title">Running over 5 days</div>
-      {abnormal.length === 0 ? (
-        <div className="jp-PAI-hint">No job has run longer than 5 days.</div>
-      ) : (
-        <ul className="jp-PAI-abnormal">
-          {abnormal.map(j => (
-            <li key={j.id}>
-              <button
-                type="button"
-                className="jp-PAI-link-button"
-                onClick={() => props.onOpen?.(j)}
-              >
-                {j.name}
-              </button>{' '}
-              <span className="jp-PAI-muted">
-                {j.user} · {j.virtualCluster} · {j.totalGpuNumber} GPUs ·{' '}
-                {jobDuration(j)}
-              </span>
-            </li>
-          ))}
-        </ul>
-      )}
+      <AbnormalJobsList model={model} onOpen={props.onOpen} />
     </div>
   );
 }

@@ -14,6 +14,7 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
+import { AbnormalJobsWatcher } from './abnormaljobs';
 import { PAIClient } from './api';
 import { JobDetailPanel, jobWidgetId } from './jobdetail';
 import { emitNotice } from './fielderrorlist';
@@ -65,6 +66,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     );
     // Remote kernels waiting for GPUs say so, with Cancel, panel open or not.
     new KernelQueueNotifier(model.client, () => model.info?.user ?? null);
+    // The user's own jobs turning abnormal are notified, panel open or not.
+    AbnormalJobsWatcher.for(model);
     const tracker = new WidgetTracker<MainAreaWidget<JobDetailPanel>>({
       namespace: 'jupyter-pai-job'
     });

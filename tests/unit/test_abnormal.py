@@ -26,7 +26,7 @@ def job(running: timedelta, gpus: int = 1) -> JobSummary:
 
 def test_running_over_five_days() -> None:
     assert abnormal_reasons(job(timedelta(days=5, hours=1)), 50, **RULE) == [
-        "running for 5.0 days (over 5)"
+        "running for 5.0 days (over 5.0 days)"
     ]
     assert abnormal_reasons(job(timedelta(days=4, hours=23)), 50, **RULE) == []
 
@@ -46,6 +46,17 @@ def test_not_measured_just_started_or_no_gpu_is_not_idle() -> None:
     assert abnormal_reasons(job(timedelta(hours=2)), None, **RULE) == []
     assert abnormal_reasons(job(timedelta(minutes=5)), 0, **RULE) == []
     assert abnormal_reasons(job(timedelta(hours=2), gpus=0), 0, **RULE) == []
+
+
+def test_spans_read_in_the_unit_that_fits() -> None:
+    from jupyter_pai.backends.abnormal import span
+
+    assert [span(s) for s in (8, 600, 7200, 86400 * 5.25)] == [
+        "8 seconds",
+        "10 minutes",
+        "2.0 hours",
+        "5.2 days",
+    ]
 
 
 def test_thresholds_are_settings() -> None:

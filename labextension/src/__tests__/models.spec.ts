@@ -6,7 +6,6 @@ import {
   type JobSummary
 } from '../models';
 import { nextName } from '../jobslist';
-import { longRunning } from '../cluster';
 
 const job = (over: Partial<JobSummary> = {}): JobSummary => ({
   id: 'mei~resnet-lr3',
@@ -60,17 +59,5 @@ describe('clone names', () => {
     expect(nextName('train', [])).toBe('train-2');
     expect(nextName('train-2', [{ name: 'train-3' }])).toBe('train-4');
     expect(nextName('job-20240501-1432', [])).toBe('job-20240501-1432-2');
-  });
-});
-
-describe('long-running jobs', () => {
-  it('stand out after 5 days of running', () => {
-    const now = Date.parse('2024-05-10T00:00:00Z');
-    const jobs = [
-      job({ id: 'a', state: 'RUNNING', launchedTime: '2024-05-01T00:00:00Z' }),
-      job({ id: 'b', state: 'RUNNING', launchedTime: '2024-05-08T00:00:00Z' }),
-      job({ id: 'c', state: 'SUCCEEDED', launchedTime: '2024-05-01T00:00:00Z' })
-    ];
-    expect(longRunning(jobs, now).map(j => j.id)).toEqual(['a']);
   });
 });
