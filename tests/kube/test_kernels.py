@@ -27,7 +27,7 @@ from traitlets.config import Config
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.models import JobState
-from jupyter_pai.kernels.backends import close_backends
+from jupyter_pai.kernels.backends import backend_for, close_backends
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec import parse_job
 from tests.cluster.pytest_plugin import TestCluster
@@ -239,6 +239,9 @@ async def test_a_kernel_waits_in_a_full_vc_and_starts_when_a_job_ends(
             parse_job(SLEEPER.format(name="full", vc="research", n=4, gpu=2)).job
         )
         await wait_for(pool, full.id, lambda d: d.state == JobState.RUNNING)
+        # A server's provisioners share one started backend (watch cache synced): the
+        # clock starts there, not with this test's first connection to the cluster.
+        await backend_for(km)
         asked = time.monotonic()
         starting = asyncio.create_task(km.start_kernel())
 

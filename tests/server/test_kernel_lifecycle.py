@@ -17,6 +17,7 @@ from jupyter_client.manager import AsyncKernelManager
 
 from jupyter_pai.backends.local import LocalBackend
 from jupyter_pai.backends.models import JobDetail, JobState
+from jupyter_pai.kernels.backends import backend_for
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec.parse import parse_job
 from tests.kernels import IDENTITY, eventually, kernel_environment, run, write_kernelspec
@@ -111,6 +112,7 @@ async def test_queue_shows_why_and_starts_when_a_job_ends(backend: LocalBackend)
     holder = await sleeper(backend, "holder", GPU_SLOTS)
     ahead = await sleeper(backend, "ahead", GPU_SLOTS)
     km = AsyncKernelManager(kernel_name="pai-1")
+    await backend_for(km)  # started once per server, as the server's kernels share it
     asked = time.monotonic()
     starting = asyncio.create_task(km.start_kernel())
     try:
