@@ -364,6 +364,7 @@ class ControlPlane:
         volcano_crds = volcano.crds(volcano_dir) if volcano_dir is not None else []
         # Volcano's CRDs first: they take a moment to be served, while the rest starts.
         kube.apply(api, volcano_crds)
+        kueue_crds = kueue.apply_crds(api, d, *kueue_dirs, ports) if kueue_dirs else []
 
         launch(
             "kube-controller-manager",
@@ -436,7 +437,7 @@ class ControlPlane:
         if volcano_dir is not None:
             self._start_volcano(api, volcano_dir, volcano_crds, ports, ca, admin_kubeconfig, launch)
         if kueue_dirs is not None:
-            kueue.start(api, d, *kueue_dirs, ports, ca, admin_kubeconfig, launch)
+            kueue.start(api, d, *kueue_dirs, kueue_crds, ports, ca, admin_kubeconfig, launch)
         if hived_dir is not None:
             kube.apply(api, hived.priority_classes())
             hived.write(

@@ -278,24 +278,35 @@ def virtual_clusters() -> list[Manifest]:
 PORTS = ("kueue-webhook", "kueue-healthz", "jobset-webhook", "jobset-healthz")
 
 
+def apply_crds(
+    api: Any, directory: Path, kueue_dir: Path, jobset_dir: Path, ports: dict[str, int]
+) -> list[Manifest]:
+    """Both projects' CRDs, right after kube-apiserver is ready (as Volcano's): being
+    served takes a moment, which passes while the rest starts."""
+    ca_pem = (directory / "pki" / "ca.crt").read_bytes()
+    url = f"https://127.0.0.1:{ports['kueue-webhook']}"
+    crds = kueue_crds(kueue_dir, url, ca_pem) + jobset_crds(jobset_dir)
+    kube.apply(api, crds)
+    return crds
+
+
 def start(
     api: Any,
     directory: Path,
     kueue_dir: Path,
     jobset_dir: Path,
+    crds: list[Manifest],
     ports: dict[str, int],
     ca: tuple[Any, Any],
     kubeconfig: Path,
     launch: Callable[..., None],
-) -> list[Manifest]:
-    """CRDs and webhook configurations, then both managers, each serving its webhooks
-    with a certificate from our CA (`certDir` holds `tls.crt`/`tls.key`). Returns the
-    CRDs, which `wait` checks."""
+) -> None:
+    """Webhook configurations, then both managers, each serving its webhooks with a
+    certificate from our CA (`certDir` holds `tls.crt`/`tls.key`), once the CRDs
+    (applied earlier by `apply_crds`, so they become Established meanwhile) are served."""
     ca_pem = (directory / "pki" / "ca.crt").read_bytes()
     kueue_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
     jobset_url = f"https://127.0.0.1:{ports['jobset-webhook']}"
-    crds = kueue_crds(kueue_dir, kueue_url, ca_pem) + jobset_crds(jobset_dir)
-    kube.apply(api, crds)
     # The managers' informers need the kinds served.
     processes.wait_until(lambda: kube.crds_established(api, crds), 60, "Kueue/JobSet CRDs")
     kube.apply(api, [manifests.namespace(KUEUE_NAMESPACE), manifests.namespace(JOBSET_NAMESPACE)])
@@ -331,7 +342,6 @@ def start(
             manager_argv(binary, config, kubeconfig),
             preexec=etc_overlay(layer),
         )
-    return crds
 
 
 def _get(url: str) -> bytes:
