@@ -22,6 +22,7 @@ import {
 } from './models';
 import { describeError, PAIModel } from './model';
 import { TaskPorts, type ITaskPort } from './taskports';
+import { UtilisationChart, UtilisationHistory } from './utilisationchart';
 
 /** A DOM-safe widget id for a job id. */
 export function jobWidgetId(id: string): string {
@@ -48,6 +49,9 @@ export class JobDetailModel {
   }
 
   visible = true;
+
+  /** GPU use of each task, sampled at each refresh while the job runs. */
+  readonly utilisation = new UtilisationHistory();
 
   /** Opens a task's port in a tab (set by whoever adds the job's tab). */
   openPort: ((port: ITaskPort, jobName: string) => void) | null = null;
@@ -95,6 +99,13 @@ export class JobDetailModel {
       this._job = job;
       this._events = events;
       this._error = null;
+      if (job.state === 'RUNNING' && job.totalGpuNumber > 0) {
+        // GPU use while it runs; a failure to read it is not the job's error.
+        await this.pai.client
+          .utilisation(this.jobId)
+          .then(u => this.utilisation.add(u))
+          .catch(() => undefined);
+      }
       if (!this._selected && job.tasks.length) {
         const first =
           job.tasks.find(t => t.state === 'RUNNING' || t.state === 'FAILED') ??
@@ -236,6 +247,7 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
                 <th scope="col">IP</th>
                 <th scope="col">Ports</th>
                 <th scope="col">GPUs</th>
+                <th scope="col">GPU use</th>
                 <th scope="col" className="jp-PAI-num">
                   Exit code
                 </th>
@@ -272,6 +284,16 @@ function Summary(props: { model: JobDetailModel }): JSX.Element {
                       />
                     </td>
                     <td className="jp-PAI-gpus">{gpuCell(t)}</td>
+                    <td>
+                      {t.gpuNumber > 0 ? (
+                        <UtilisationChart
+                          task={`${t.role}-${t.index}`}
+                          history={model.utilisation}
+                        />
+                      ) : (
+                        '—'
+                      )}
+                    </td>
                     <td
                       className="jp-PAI-num"
                       title={t.exitReason ?? undefined}
