@@ -232,9 +232,8 @@ class ControlPlane:
         (pki_dir / "tokens.csv").write_text("\n".join(token_lines) + "\n")
         (pki_dir / "tokens.csv").chmod(0o600)
 
-        ports = {
-            name: processes.free_port()
-            for name in (
+        ports = processes.free_ports(
+            (
                 "etcd",
                 "etcd-peer",
                 "apiserver",
@@ -253,7 +252,7 @@ class ControlPlane:
                 "hived",
                 "hived-scheduler",
             )
-        }
+        )
         server = f"https://127.0.0.1:{ports['apiserver']}"
         admin_kubeconfig = d / "kubeconfig"
         kube.write_kubeconfig(

@@ -21,6 +21,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(names: Sequence[str]) -> dict[str, int]:
+    """A distinct free port per name: every socket stays bound until all are chosen, so
+    two names never get the same port (one at a time, the kernel may hand one out twice)."""
+    sockets: list[socket.socket] = []
+    try:
+        out = {}
+        for name in names:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind(("127.0.0.1", 0))
+            out[name] = int(sock.getsockname()[1])
+        return out
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None]:
     """A preexec_fn: the kernel sends `sig` to the child when its parent dies, so a
     crashed test session leaves nothing behind. SIGKILL by default: a kube-apiserver
