@@ -100,6 +100,9 @@ async def check_magics_notebook(workdir: Path, client: Client) -> None:
     assert states == {"ranks": "SUCCEEDED", "failing": "FAILED"}, listing
 
     assert "[pai] submitted " in text_of(cells["detach"]) and "<Job " in text_of(cells["detach"])
+    # %load_ext made the Job a live widget too (text/plain beside it for other front ends).
+    bundles = [o.get("data", {}) for o in cells["detach"].outputs if "data" in o]
+    assert any("application/vnd.jupyter.widget-view+json" in b for b in bundles), bundles
     detached = text_of(cells["detach"]).split("[pai] submitted ")[1].split()[0]
     assert text_of(cells["detached-result"]) == "SUCCEEDED\nin the background\n"
     shown = text_of(cells["show"])

@@ -200,3 +200,7 @@ class PAIMagics(Magics):
 
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(PAIMagics(ipython))
+    # A Job a cell leaves as its result (``--detach``) displays as a live widget.
+    from ..widgets.jobview import register
+
+    register(ipython)
