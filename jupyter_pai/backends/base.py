@@ -25,6 +25,7 @@ from .models import (
     JobState,
     JobSummary,
     JobUtilisation,
+    NodeResources,
     Storage,
     StorageListing,
     TaskStatus,
@@ -200,3 +201,8 @@ class Backend(LoggingConfigurable):
         except NotFound:  # ended meanwhile
             return None
         return usage.gpu_percent if usage is not None else None
+
+    async def nodes(self) -> list[NodeResources]:
+        """The hardware view: each node's GPUs, CPU and memory, what jobs request of them,
+        and those jobs."""
+        return []

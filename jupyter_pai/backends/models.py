@@ -192,6 +192,21 @@ class JobUtilisation(ApiModel):
     note: str | None = None
 
 
+class NodeResources(ApiModel):
+    """One node (this machine on the local backend): GPUs, CPU and memory its
+    allocatable and what the jobs seen here request, and those jobs' ids."""
+
+    name: str
+    gpu_total: int = 0
+    gpu_used: int = 0
+    gpu_free: int = 0
+    cpu_allocatable: float = 0
+    cpu_requested: float = 0
+    memory_mb_allocatable: int = Field(default=0, alias="memoryMBAllocatable")
+    memory_mb_requested: int = Field(default=0, alias="memoryMBRequested")
+    jobs: list[str] = Field(default_factory=list)
+
+
 class AbnormalJob(ApiModel):
     """A running job OpenPAI's rule flags: running too long, or holding GPUs it barely
     uses (thresholds: ``c.Backend.abnormal_*``)."""
@@ -233,6 +248,10 @@ class ImageList(ItemList[Image]):
 
 class StorageList(ItemList[Storage]):
     """``GET storage``."""
+
+
+class NodeList(ItemList[NodeResources]):
+    """``GET nodes``: by name."""
 
 
 class AbnormalJobList(ItemList[AbnormalJob]):

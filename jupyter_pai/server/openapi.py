@@ -39,6 +39,8 @@ MODELS: list[type[models.ApiModel]] = [
     models.JobUtilisation,
     models.AbnormalJob,
     models.AbnormalJobList,
+    models.NodeResources,
+    models.NodeList,
 ]
 
 

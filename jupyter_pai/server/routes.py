@@ -13,6 +13,7 @@ from .handlers.convert import ConvertHandler
 from .handlers.info import ImagesHandler, InfoHandler, SchemaHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobsHandler
 from .handlers.logs import JobLogsHandler
+from .handlers.nodes import NodesHandler
 from .handlers.notebook_jobs import NotebookJobsHandler
 from .handlers.storage import StorageHandler, StoragesHandler
 from .handlers.taskports import TaskPortHandler, TaskPortRedirectHandler
@@ -33,6 +34,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("jobs/{job_id}/events", JobEventsHandler),
     ("jobs/{job_id}/utilisation", JobUtilisationHandler),
     ("abnormal-jobs", AbnormalJobsHandler),
+    ("nodes", NodesHandler),
     # The proxy first: the bare port's pattern (trailing / optional) would take ``…/``.
     ("jobs/{job_id}/tasks/{task}/ports/{port}/{path}", TaskPortHandler),
     ("jobs/{job_id}/tasks/{task}/ports/{port}", TaskPortRedirectHandler),

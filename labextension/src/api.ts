@@ -27,6 +27,8 @@ import type {
   JobSummary,
   LogChunk,
   LogQuery,
+  NodeList,
+  NodeResources,
   NotebookJobRequest,
   NotebookJobResult,
   Storage,
@@ -376,6 +378,11 @@ export class PAIClient {
       `jobs/${encodeURIComponent(id)}`,
       { method: 'DELETE' }
     );
+  }
+
+  /** The hardware view: nodes with GPUs, CPU and memory requested, and their jobs. */
+  async nodes(): Promise<NodeResources[]> {
+    return (await this.request<NodeList>('nodes')).items;
   }
 
   /** Running jobs flagged abnormal, with why and whether this user may stop them. */

@@ -6,6 +6,7 @@
 import * as React from 'react';
 
 import { AbnormalJobsList } from './abnormaljobs';
+import { HardwareView } from './hardware';
 import type { JobSummary, VirtualCluster } from './models';
 import { PAIModel } from './model';
 
@@ -158,6 +159,15 @@ export function ClusterView(props: {
         />
       ))}
       <AbnormalJobsList model={model} onOpen={props.onOpen} />
+      <HardwareView
+        model={model}
+        onOpenJob={id => {
+          const job = model.jobs.find(j => j.id === id);
+          if (job) {
+            props.onOpen?.(job);
+          }
+        }}
+      />
     </div>
   );
 }

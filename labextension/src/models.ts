@@ -177,6 +177,21 @@ export type VirtualClusterList = ItemList<VirtualCluster>;
 export type ImageList = ItemList<Image>;
 export type StorageList = ItemList<Storage>;
 
+/** A node of the hardware view (this machine on the local backend). */
+export interface NodeResources {
+  name: string;
+  gpuTotal: number;
+  gpuUsed: number;
+  gpuFree: number;
+  cpuAllocatable: number;
+  cpuRequested: number;
+  memoryMBAllocatable: number;
+  memoryMBRequested: number;
+  jobs: string[];
+}
+
+export type NodeList = ItemList<NodeResources>;
+
 /** A running job OpenPAI's rule flags (too long, idle GPUs). */
 export interface AbnormalJob {
   job: JobSummary;
@@ -495,6 +510,18 @@ export const MODEL_FIELDS = {
     mayStop: true
   } satisfies Fields<AbnormalJob>,
   AbnormalJobList: { items: true } satisfies Fields<AbnormalJobList>,
+  NodeResources: {
+    name: true,
+    gpuTotal: true,
+    gpuUsed: true,
+    gpuFree: true,
+    cpuAllocatable: true,
+    cpuRequested: true,
+    memoryMBAllocatable: true,
+    memoryMBRequested: true,
+    jobs: true
+  } satisfies Fields<NodeResources>,
+  NodeList: { items: true } satisfies Fields<NodeList>,
   GpuUsage: { gpuPercent: true, memoryMB: true } satisfies Fields<GpuUsage>,
   TaskUtilisation: {
     role: true,

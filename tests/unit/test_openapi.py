@@ -80,6 +80,7 @@ def test_every_answer_is_a_named_model_and_every_list_one_envelope() -> None:
         "/images",
         "/storage",
         "/abnormal-jobs",
+        "/nodes",
     }
     for name in lists.values():
         assert list(components[name]["properties"]) == ["items"], name

@@ -26,6 +26,7 @@ from ..models import (
     JobFilter,
     JobSummary,
     JobUtilisation,
+    NodeResources,
     Resources,
     Storage,
     StorageListing,
@@ -42,11 +43,12 @@ from .jobssh import add_job_key, generate_key_pair, needs_job_key
 from .jobviews import JobViews, detail
 from .logarchive import LogArchiver
 from .logs import task_log
-from .naming import make_names
+from .naming import JobNames, make_names
+from .nodeusage import node_resources
 from .pods import PodOptions
 from .portforward import TaskPortForwards
 from .resources import NODE
-from .rest import ApiError, Rest, path
+from .rest import ApiError, Rest, path, typed
 from .states import job_view
 from .storage import HelperPods
 
@@ -286,6 +288,19 @@ class KubernetesBackend(Backend):
         return job_utilisation(job, readings, source="prometheus", note=snapshot.note)
 
     # -- virtual clusters ----------------------------------------------------------------
+
+    async def nodes(self) -> list[NodeResources]:
+        try:
+            nodes = await self._rest().get(path(NODE, None))
+        except ApiError as error:
+            raise typed(error) from None
+        job_ids = {}
+        for primary in self.cache["primary"].values():
+            names = JobNames.from_annotations(primary["metadata"].get("annotations") or {})
+            job_ids[names.base] = names.job_id
+        return node_resources(
+            nodes.get("items") or [], self.cache["pods"].values(), job_ids, self.gpu_resource
+        )
 
     async def _cluster_total(self) -> Resources:
         try:

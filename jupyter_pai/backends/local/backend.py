@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from ..models import (
     JobState,
     JobSummary,
     JobUtilisation,
+    NodeResources,
     Resources,
     Storage,
     StorageListing,
@@ -436,6 +438,36 @@ class LocalBackend(Backend):
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
         # Tasks are processes of this machine; their ports are on its loopback.
         return PortAddress(task.ip or "127.0.0.1", port)
+
+    async def nodes(self) -> list[NodeResources]:
+        # One node: this machine; its GPUs are the slots, requests the running tasks'.
+        records = await asyncio.to_thread(self._all)
+        holding = [r for r in records if r.state in (JobState.RUNNING, JobState.STOPPING)]
+        job = {
+            r.id: JobProtocol.model_validate(await asyncio.to_thread(self.store.read_spec, r.id))
+            for r in holding
+        }
+        cpu = memory = 0.0
+        for r in holding:
+            for t in r.tasks:
+                if not t.state.terminal:  # held from admission, as its GPUs are
+                    res = job[r.id].task_roles[t.role].resource_per_instance
+                    cpu += res.cpu
+                    memory += res.memory_mb
+        used = sum(len(r.allocated_gpus) for r in holding)
+        return [
+            NodeResources(
+                name=socket.gethostname(),
+                gpu_total=len(self.slots),
+                gpu_used=used,
+                gpu_free=max(0, len(self.slots) - used),
+                cpu_allocatable=float(os.cpu_count() or 1),
+                cpu_requested=round(cpu, 3),
+                memory_mb_allocatable=_memory_mb(),
+                memory_mb_requested=int(memory),
+                jobs=sorted(r.id for r in holding),
+            )
+        ]
 
     async def utilisation(self, job_id: str) -> JobUtilisation:
         job = await self.get_job(job_id)

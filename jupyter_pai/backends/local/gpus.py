@@ -22,7 +22,7 @@ def parse_declared(value: str) -> list[str]:
 def detect() -> list[str]:
     """Device indices seen by NVML, else ``nvidia-smi``; none on a machine without NVIDIA GPUs."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         try:

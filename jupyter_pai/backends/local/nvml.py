@@ -28,7 +28,7 @@ class NvmlGpus:
     def _init(self) -> Any:
         if self._nvml is None and self._failed is None:
             try:
-                import pynvml  # type: ignore[import-not-found,unused-ignore]
+                import pynvml
 
                 pynvml.nvmlInit()
                 self._nvml = pynvml

@@ -63,6 +63,7 @@ describe('models mirror the server one to one', () => {
       'jobs/{job_id}/events',
       'jobs/{job_id}/utilisation',
       'abnormal-jobs',
+      'nodes',
       'notebook-jobs',
       'storage',
       'storage/{name}/{path}'

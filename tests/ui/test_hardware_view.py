@@ -1,0 +1,29 @@
+"""Issue 13: the cluster view's hardware section on the local backend: this machine's 4
+GPU slots with a running 2-GPU job's share (coloured as half full), CPU and memory
+requested, and the job, which opens from there."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from playwright.sync_api import expect
+
+from .conftest import Lab, open_panel, shot
+
+
+def test_hardware_view_shows_this_machine_and_its_job(page: Any, jobs: Lab) -> None:
+    name = f"ui-hw-{int(time.time())}"
+    job = jobs.submit(name, "sleep 300", gpu=2)
+    jobs.wait_state(job["id"], "RUNNING", timeout=30)
+
+    open_panel(page, "cluster")
+    node = page.locator(".jp-PAI-hw-node").first
+    gpu = node.locator(".jp-PAI-hw-row[data-resource='GPU']")
+    expect(gpu).to_contain_text("2 used · 2 free of 4")
+    expect(gpu.locator(".jp-PAI-hw-fill")).to_have_class("jp-PAI-hw-fill jp-PAI-hw-mid")
+    expect(node.locator(".jp-PAI-hw-row[data-resource='CPU']")).to_contain_text("1 of ")
+    shot(page, "hardware-view")
+
+    node.get_by_role("button", name=job["id"]).click()
+    expect(page.locator(".jp-PAI-detail-panel")).to_contain_text(name)
