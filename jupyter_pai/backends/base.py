@@ -138,6 +138,12 @@ class Backend(LoggingConfigurable):
     async def stop_job(self, job_id: str) -> JobDetail: ...
 
     @abc.abstractmethod
+    async def delete_job(self, job_id: str) -> None:
+        """Remove an ended job with its logs and objects (a remote kernel's job when the
+        kernel shuts down: nothing of it, its key included, stays behind). Conflict (409)
+        while it has not ended, NotFound (404) when there is no such job."""
+
+    @abc.abstractmethod
     async def logs(self, job_id: str, query: LogQuery) -> LogStream: ...
 
     @abc.abstractmethod

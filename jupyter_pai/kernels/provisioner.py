@@ -291,7 +291,8 @@ class PAIProvisioner(KernelProvisionerBase):
             self._endpoint = None
 
     async def _stop_job(self) -> None:
-        """Stop the job and wait (briefly) until it has let its GPUs go."""
+        """Stop the job, wait (briefly) until it has let its GPUs go, and delete it: a
+        kernel's job, its key and its log are not kept once the kernel is gone."""
         job_id, self.job_id = self.job_id, None
         if job_id is None:
             return
@@ -303,6 +304,14 @@ class PAIProvisioner(KernelProvisionerBase):
                 await asyncio.sleep(0.1)
                 job = await backend.get_job(job_id)
             self._exit_code = job.exit_code if job.exit_code is not None else 0
+            if job.state.terminal:
+                await backend.delete_job(job_id)
+            else:
+                self.log.warning(
+                    "jupyter-pai: kernel job %s is still %s; left for its stop to finish",
+                    job_id,
+                    job.state.value,
+                )
         except NotFound:
             self._exit_code = 0
         except PAIError as error:

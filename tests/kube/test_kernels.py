@@ -27,6 +27,7 @@ from traitlets.config import Config
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.models import JobState
+from jupyter_pai.errors import NotFound
 from jupyter_pai.kernels.backends import backend_for, close_backends
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec import parse_job
@@ -207,7 +208,7 @@ async def test_interrupt(
         await km.shutdown_kernel()
 
 
-async def test_shutdown_stops_the_job_and_frees_its_gpus(
+async def test_shutdown_deletes_the_job_and_frees_its_gpus(
     kernels: KubernetesBackend, kube_cluster: TestCluster, flavor: str
 ) -> None:
     km = kernel("pai-1", kube_cluster, flavor)
@@ -219,12 +220,21 @@ async def test_shutdown_stops_the_job_and_frees_its_gpus(
     await km.shutdown_kernel()
 
     async def freed() -> bool:
-        job = await kernels.get_job(job_id)
-        return job.state.terminal and await used_gpus(kernels) == 0
+        try:
+            await kernels.get_job(job_id)
+        except NotFound:  # deleted: its pod, Secret (the key) and Service with it
+            return await used_gpus(kernels) == 0
+        return False
 
-    await eventually(freed, "the kernel's job to end and its GPU to be free", 10)
+    await eventually(freed, "the kernel's job to be deleted and its GPU free", 10)
     assert time.monotonic() - started < 10
-    assert (await kernels.get_job(job_id)).state == JobState.STOPPED
+    name = job_id.split("~")[1]
+
+    async def no_secret() -> bool:  # the garbage collector's work, soon after
+        secrets = kube_cluster.core("alice").list_namespaced_secret(NS).items
+        return not [s for s in secrets if name in s.metadata.name]
+
+    await eventually(no_secret, "the kernel's Secret (its key) to be deleted", 30)
 
 
 async def test_a_kernel_waits_in_a_full_vc_and_starts_when_a_job_ends(

@@ -17,6 +17,7 @@ from jupyter_client.manager import AsyncKernelManager
 
 from jupyter_pai.backends.local import LocalBackend
 from jupyter_pai.backends.models import JobDetail, JobState
+from jupyter_pai.errors import Conflict, NotFound
 from jupyter_pai.kernels.backends import backend_for
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec.parse import parse_job
@@ -94,15 +95,17 @@ async def test_interrupt_stops_a_running_cell(backend: LocalBackend) -> None:
         await km.shutdown_kernel()
 
 
-async def test_shutdown_stops_the_job_and_frees_its_gpus(backend: LocalBackend) -> None:
+async def test_shutdown_deletes_the_job_and_frees_its_gpus(backend: LocalBackend) -> None:
     km = await start("pai-1")
     (job,) = await kernel_jobs(backend)
     assert job.state == JobState.RUNNING
     assert await used_gpus(backend) == 1
     started = time.monotonic()
     await km.shutdown_kernel()
-    ended = await backend.get_job(job.id)
-    assert ended.state == JobState.STOPPED, ended
+    # Gone, with its key and log: nothing of the kernel stays on the machine.
+    with pytest.raises(NotFound):
+        await backend.get_job(job.id)
+    assert not backend.store.job_dir(job.id).exists()
     assert await used_gpus(backend) == 0
     assert time.monotonic() - started < 10
     assert not await km.is_alive()
@@ -165,8 +168,7 @@ async def test_queue_limit_ends_the_wait_and_says_so(backend: LocalBackend) -> N
         await asyncio.wait_for(start("pai-limit"), 20)
     assert "queue_limit_seconds" in str(error.value)
     assert "waiting for 1 GPU in VC default: 2 of 2 in use" in str(error.value)
-    (job,) = await kernel_jobs(backend)
-    assert job.state == JobState.STOPPED
+    assert await kernel_jobs(backend) == []  # its job stopped and deleted
 
 
 @pytest.mark.parametrize(
@@ -221,3 +223,21 @@ async def test_a_kernel_whose_server_died_ends_itself(backend: LocalBackend) -> 
         if server.returncode is None:
             server.kill()
         await server.wait()
+
+
+async def test_only_an_ended_job_is_deleted(backend: LocalBackend) -> None:
+    """What a kernel's shutdown relies on: a running job is refused (stop it first), an
+    unknown one is NotFound, an ended one goes with its folder."""
+    job_id = await sleeper(backend, "kept", 1)
+    with pytest.raises(Conflict, match="stop it before deleting it"):
+        await backend.delete_job(job_id)
+    with pytest.raises(NotFound):
+        await backend.delete_job("root~no-such-job")
+    await backend.stop_job(job_id)
+
+    async def stopped() -> bool:
+        return (await backend.get_job(job_id)).state == JobState.STOPPED
+
+    await eventually(stopped, "the job to stop", 10)
+    await backend.delete_job(job_id)
+    assert job_id not in {j.id for j in await backend.list_jobs()}

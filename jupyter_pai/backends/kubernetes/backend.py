@@ -256,6 +256,9 @@ class KubernetesBackend(Backend):
                 return
             await reflector.changed(min(left, 0.1))
 
+    async def delete_job(self, job_id: str) -> None:
+        await self.lifecycle.delete(job_id, self.user)
+
     async def stop_job(self, job_id: str) -> JobDetail:
         primary, d = await self.lifecycle.stop(job_id, self.user)
         return detail(primary, d.job, d.names, d.view)

@@ -170,6 +170,26 @@ class JobLifecycle:
             raise typed(error) from None
         return primary, self.views.view(primary)
 
+    async def delete(self, job_id: str, user: str) -> None:
+        """Delete an ended job's primary object; the garbage collector removes what it owns
+        (pods, Secret, Service, kept logs)."""
+        primary = self.views.primary(job_id)
+        names = JobNames.from_annotations(primary["metadata"]["annotations"])
+        if names.user != user:
+            raise Forbidden(f"job {job_id} belongs to {names.user}; only they may delete it")
+        state = self.views.view(primary).view.state
+        if not state.terminal:
+            raise Conflict(f"job {job_id} is {state.value}: stop it before deleting it")
+        try:
+            await self.rest().call(
+                "DELETE",
+                path(self.flavor.primary_kind, self.namespace, primary["metadata"]["name"]),
+                body={"propagationPolicy": "Background"},
+            )
+        except ApiError as error:
+            if error.status != 404:
+                raise typed(error) from None
+
     async def _run_stop_steps(self, primary: Obj, names: JobNames) -> None:
         rest = self.rest()
         for step in self.flavor.stop_steps(primary, names):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 from pathlib import Path
@@ -345,6 +346,18 @@ class LocalBackend(Backend):
     async def stop_job(self, job_id: str) -> JobDetail:
         await asyncio.to_thread(self._stop, job_id)
         return await self.get_job(job_id)
+
+    async def delete_job(self, job_id: str) -> None:
+        await asyncio.to_thread(self._delete, job_id)
+
+    def _delete(self, job_id: str) -> None:
+        with self.store.locked():
+            if not self.store.exists(job_id):
+                raise NotFound(f"no job {job_id!r}")
+            rec = self.store.read_job(job_id)
+            if not rec.state.terminal:
+                raise Conflict(f"job {job_id} is {rec.state.value}: stop it before deleting it")
+            shutil.rmtree(self.store.job_dir(job_id))
 
     def _stop(self, job_id: str) -> None:
         with self.store.locked():
