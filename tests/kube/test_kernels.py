@@ -46,12 +46,6 @@ from tests.kube.test_backend_jobs import (
 pytestmark = pytest.mark.kube
 
 
-@pytest.fixture(params=("native", "volcano"))
-def flavor(request: pytest.FixtureRequest) -> str:
-    """The flavours issue 10 covers end to end (others are not yet tested with kernels)."""
-    return str(request.param)
-
-
 def backend_config(cluster: TestCluster, flavor: str) -> dict[str, Any]:
     """The provisioner's backend: alice's, pods on the runner node (they really run)."""
     return {
