@@ -112,7 +112,10 @@ class Handler(BaseHTTPRequestHandler):
 
 def serve(label: str = "tensorboard") -> None:
     port = int(os.environ[f"PAI_CONTAINER_HOST_{label}_PORT_LIST"].split(",")[0])
-    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    # Its own address only: on the test cluster's runner every pod is a process of this
+    # machine with a loopback IP of its own, and other pods may hold the same port number.
+    host = os.environ.get("PAI_CURRENT_CONTAINER_IP") or "0.0.0.0"
+    server = ThreadingHTTPServer((host, port), Handler)
     print(f"serving on port {port}", flush=True)
     server.serve_forever()
 
