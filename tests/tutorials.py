@@ -176,7 +176,7 @@ def check_remote_gpu_kernel(nb: Mapping[str, Any], backend: str = "local") -> No
     assert f"{job_id} RUNNING 1 GPU VC default" in listed, listed
     before = int(listed.rsplit("free GPUs in VC default: ", 1)[1].split()[0])
     ended = text(cell(nb, "import asyncio"))
-    assert f"{job_id} STOPPED" in ended, ended
+    assert f"{job_id} deleted" in ended, ended  # its job stopped and deleted
     after = int(ended.rsplit("free GPUs in VC default: ", 1)[1].split()[0])
     assert after == before + 1, f"the kernel's GPU was not given back: {before} -> {after}"
     if local:

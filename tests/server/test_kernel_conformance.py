@@ -56,6 +56,10 @@ class PAIKernelConformance(jupyter_kernel_test.KernelTests):
         cls.saved_env = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         super().setUpClass()
+        store = StateStore(os.environ["JUPYTER_PAI_STATE_DIR"])
+        # The suite runs on a kernel job.
+        running = [store.read_job(i) for i in store.job_ids()]
+        assert [(j.kind, j.state.value) for j in running] == [("kernel", "RUNNING")], running
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -68,8 +72,8 @@ class PAIKernelConformance(jupyter_kernel_test.KernelTests):
             else:
                 os.environ[k] = v
         cls.tmp.cleanup()
-        # The suite ran on a kernel job, which shutdown stopped.
-        assert [(j.kind, j.state.value) for j in jobs] == [("kernel", "STOPPED")], jobs
+        # Shutdown stopped the kernel's job and deleted it.
+        assert jobs == [], jobs
 
     def test_pai_kernel_runs_in_its_job(self) -> None:
         reply, output = self.execute_helper(
