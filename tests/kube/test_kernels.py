@@ -254,7 +254,15 @@ async def test_a_kernel_waits_in_a_full_vc_and_starts_when_a_job_ends(
 
         first = await eventually(status, "the kernel's queue status", 2)
         assert time.monotonic() - asked <= 2
-        assert first.startswith("waiting for 1 GPU in VC research: 8 of 8 in use, 0 jobs ahead")
+        assert first.startswith("waiting for 1 GPU in VC research: "), first
+
+        async def full_vc() -> bool:
+            # Kueue publishes a ClusterQueue's reserved GPUs a moment after it admits a
+            # Workload; the status follows as it changes.
+            text = await status() or ""
+            return text.startswith("waiting for 1 GPU in VC research: 8 of 8 in use, 0 jobs ahead")
+
+        await eventually(full_vc, "the status to count the full VC", 10)
         waiting = [j for j in await kernels.list_jobs() if j.kind == "kernel"]
         assert [j.state for j in waiting] == [JobState.WAITING]
         await asyncio.sleep(2)
