@@ -45,10 +45,19 @@ export function HardwareView(props: {
 }): JSX.Element {
   const [nodes, setNodes] = React.useState<NodeResources[] | null>(null);
   const [error, setError] = React.useState<string | null>(null);
+  const { model } = props;
+  // The panel keeps every section mounted: load when the cluster section comes
+  // on screen and whenever a job starts or ends, not only on the timer, so a
+  // job that started while another section was shown is there at once.
+  const shown = model.panelVisible && model.section === 'cluster';
+  const jobStates = model.jobs.map(j => `${j.id}:${j.state}`).join(',');
   React.useEffect(() => {
+    if (!shown) {
+      return;
+    }
     let live = true;
     const load = () =>
-      props.model.client.nodes().then(
+      model.client.nodes().then(
         n => live && (setNodes(n), setError(null)),
         e => live && setError(describeError(e))
       );
@@ -58,7 +67,7 @@ export function HardwareView(props: {
       live = false;
       window.clearInterval(timer);
     };
-  }, [props.model]);
+  }, [model, shown, jobStates]);
   return (
     <div className="jp-PAI-hardware">
       <div className="jp-PAI-section-title">Hardware</div>

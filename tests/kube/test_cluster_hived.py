@@ -55,7 +55,10 @@ async def test_a_hived_jobs_tasks_see_the_gpus_hived_bound(kube_cluster: TestClu
     b = make_backend(kube_cluster, "hived", node_selector=RUNNER)
     await b.start()
     try:
-        job = parse_job(PRINTS_GPUS.format(name="gpus", vc="default", n=2, gpu=2, seconds=1)).job
+        # The tasks must overlap: HiveD frees a group's cells once its bound pods have
+        # completed, so a 1 s task could end before its peer is bound and the peer be
+        # placed again on the same two GPUs (seen once: ['0', '1', '0', '1']).
+        job = parse_job(PRINTS_GPUS.format(name="gpus", vc="default", n=2, gpu=2, seconds=10)).job
         submitted = await b.submit(job)
         done = await wait_for(b, submitted.id, lambda d: d.state.terminal, 60)
         assert done.state == JobState.SUCCEEDED, done
