@@ -316,7 +316,11 @@ class Runner:
                     name=item["name"],
                     image=item.get("image", ""),
                     argv=self._wrap_namespace(
-                        podenv.rewrite_mounts(argv, mounts), read_only, workdir, item["name"]
+                        podenv.rewrite_mounts(argv, mounts),
+                        read_only,
+                        workdir,
+                        item["name"],
+                        at_mount_path=self._real_mount_paths(mounts, workdir),
                     ),
                     env=env,
                     log=crilog.CriLogWriter(workdir / f"{item['name']}.log"),
@@ -394,20 +398,48 @@ class Runner:
         return mounts, read_only
 
     @staticmethod
+    def _real_mount_paths(mounts: dict[str, str], workdir: Path) -> dict[Path, Path]:
+        """mountPath -> view, for the claim mounts that are also bound at their own path in
+        the process's namespace, so that a path inside a shell command string or a file
+        (`bash -c "cd /storage && …"`) reaches the volume as in a container. The mount
+        point is made on the host if missing (an empty folder, left there: removing it
+        would detach the mount from pods still using it). Not `/` nor a folder holding the
+        pod's own: binding over those would hide the pod from itself."""
+        if not BIND_READ_ONLY:
+            return {}
+        out: dict[Path, Path] = {}
+        for mount_path, view in mounts.items():
+            target = Path(mount_path)
+            if target == Path("/") or workdir.is_relative_to(target):
+                continue
+            target.mkdir(parents=True, exist_ok=True)
+            out[target] = Path(view)
+        return out
+
+    @staticmethod
     def _wrap_namespace(
-        argv: list[str], read_only: dict[Path, Path], workdir: Path, name: str
+        argv: list[str],
+        read_only: dict[Path, Path],
+        workdir: Path,
+        name: str,
+        at_mount_path: dict[Path, Path] | None = None,
     ) -> list[str]:
         """The command run in a mount namespace of its own (as root with unshare), as a
-        container has a filesystem of its own: read-only claim views bound read-only, and
-        the account's `~/.ssh` replaced by the pod's `<pod dir>/.ssh`. The mounts vanish
-        with its last process, so none outlives the pod and the host never sees them. The
-        namespace's id goes to `<pod dir>/<container>.mntns` for `_end_leftovers`."""
+        container has a filesystem of its own: read-only claim views bound read-only, each
+        claim's view bound at its mountPath too (`at_mount_path`), and the account's
+        `~/.ssh` replaced by the pod's `<pod dir>/.ssh`. The mounts vanish with its last
+        process, so none outlives the pod and the host never sees them. The namespace's
+        id goes to `<pod dir>/<container>.mntns` for `_end_leftovers`."""
         if not argv or not BIND_READ_ONLY:
             return argv
         private_ssh = workdir / ".ssh"
         private_ssh.mkdir(mode=0o700, exist_ok=True)
         ACCOUNT_SSH_DIR.mkdir(mode=0o700, exist_ok=True)  # a mount point must exist
         binds = [(src, dst, True) for dst, src in read_only.items()]
+        # After the read-only binds, whose views they bind on again, read-only as well.
+        binds += [
+            (view, target, view in read_only) for target, view in (at_mount_path or {}).items()
+        ]
         binds.append((private_ssh, ACCOUNT_SSH_DIR, False))
         script = 'set -e\nreadlink /proc/self/ns/mnt >"$NSFILE"\n'
         pairs = [f"NSFILE={workdir / f'{name}.mntns'}"]

@@ -55,13 +55,17 @@ def _make_tree(root: Path, outside: Path) -> None:
     (root / "inside").symlink_to("sub")  # relative: absolute host paths mean nothing in a pod
 
 
-def make_volume(cluster: TestCluster, tmp: Path, read_only_many: bool = False) -> Volume:
+def make_volume(
+    cluster: TestCluster, tmp: Path, read_only_many: bool = False, root: Path | None = None
+) -> Volume:
     """A hostPath PV pre-bound to a claim in alice's namespace (created as admin: PVs are
-    cluster-wide)."""
+    cluster-wide): of the folder ``root``, else of a small tree made in ``tmp``."""
     core = core_api(cluster)
     suffix = uuid.uuid4().hex[:6]
-    root, outside = tmp / "pv", tmp / "outside.txt"
-    _make_tree(root, outside)
+    outside = tmp / "outside.txt"
+    if root is None:
+        root = tmp / "pv"
+        _make_tree(root, outside)
     pv, claim = f"pv-{suffix}", f"data-{suffix}"
     mode = "ReadOnlyMany" if read_only_many else "ReadWriteOnce"
     core.create_persistent_volume(
@@ -167,7 +171,8 @@ def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
         "except OSError:\n"
         "    wrote = False\n"
         "print(json.dumps({'ls': sorted(os.listdir(root)), 'wrote': wrote,"
-        " 'a': open(root + '/sub/a.txt').read(), 'env': os.environ['JUPYTER_PAI_TEST_MOUNTS']}))\n"
+        " 'a': open(root + '/sub/a.txt').read(), 'env': os.environ['JUPYTER_PAI_TEST_MOUNTS'],"
+        " 'at_mount_path': sorted(os.listdir('/data')) if os.path.isdir('/data') else None}))\n"
     )
     name = f"mount-{uuid.uuid4().hex[:6]}"
     core.create_namespaced_pod(
@@ -205,8 +210,59 @@ def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
         # here and in CI); elsewhere the view is a plain symlink (README: volumes).
         assert doc["wrote"] is not runner.BIND_READ_ONLY
         assert (volume.root / "new.txt").exists() is not runner.BIND_READ_ONLY
+        if runner.BIND_READ_ONLY:  # a path the runner cannot rewrite (inside the script)
+            assert doc["at_mount_path"] == ["escape", "inside", "sub", "top.bin"]
     finally:
         core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+
+
+def test_a_runner_pod_writes_its_claim_at_the_mount_path_inside_a_shell_command(
+    kube_cluster: TestCluster, volume: Volume
+) -> None:
+    """A path inside a command string (`bash -c "cd /results && …"`), which no argument
+    rewriting reaches: the runner binds the claim at its mountPath in the pod's own mount
+    namespace (root with unshare, as here and in CI), as a container sees it."""
+    assert runner.BIND_READ_ONLY, "the pod runner needs root and unshare for mounts"
+    core = core_api(kube_cluster)
+    mount_path = f"/mnt/jupyter-pai-test-{uuid.uuid4().hex[:6]}"
+    name = f"write-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "nodeSelector": RUNNER,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "python:3",
+                        "command": [
+                            "bash",
+                            "-c",
+                            f"cd {mount_path}/sub && cat a.txt && echo written > out.txt",
+                        ],
+                        "volumeMounts": [{"name": "d", "mountPath": mount_path}],
+                    }
+                ],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": volume.claim}}],
+            },
+        },
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while core.read_namespaced_pod(name, NS).status.phase not in ("Succeeded", "Failed"):
+            assert time.monotonic() < deadline, "the pod never finishes"
+            time.sleep(0.2)
+        text = core.read_namespaced_pod_log(name, NS)
+        assert core.read_namespaced_pod(name, NS).status.phase == "Succeeded", text
+        assert text == "alpha\n"
+        assert (volume.root / "sub" / "out.txt").read_text() == "written\n"
+        assert not any(Path(mount_path).iterdir())  # the host sees no mount there
+    finally:
+        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+        Path(mount_path).rmdir()
 
 
 def test_a_pod_whose_claim_is_unbound_waits_with_a_config_error(

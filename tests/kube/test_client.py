@@ -5,6 +5,7 @@ Pods on the runner node really run their commands."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from jupyter_pai.backends.models import JobState
 from jupyter_pai.errors import Conflict, NotFound, SpecError
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import NS, RUNNER, _cleanup
+from tests.kube.test_backend_storage import drop_volume, make_volume
 
 pytestmark = pytest.mark.kube
 
@@ -87,3 +89,35 @@ def test_a_notebook_job_needs_a_storage_on_the_cluster(client: Client, tmp_path:
         client.submit_notebook(tmp_path / "nb.ipynb")
     assert refused.value.errors[0].path == "storage"
     assert client.jobs() == []
+
+
+def test_a_notebook_job_writes_its_executed_copy_into_a_storage(
+    kube_cluster: TestCluster, client: Client, tmp_path: Path
+) -> None:
+    """The pod runs the notebook (parameters injected) and writes the executed copy under
+    the claim's mount path, which this machine reads back through the storage API."""
+    volume = make_volume(kube_cluster, tmp_path / "storage")
+    try:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            nbformat.v4.new_code_cell("word = 'default'", metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell("print('the word is', word)"),
+        ]
+        nbformat.write(nb, tmp_path / "analysis.ipynb")
+        for _ in range(100):  # the backend's storage list follows the claim's watch
+            if volume.claim in {s.name for s in client.storage()}:
+                break
+            time.sleep(0.2)
+        job = client.submit_notebook(
+            tmp_path / "analysis.ipynb", {"word": "cluster"}, storage=f"{volume.claim}/runs"
+        )
+        final = job.wait(180)
+        assert final.state is JobState.SUCCEEDED, job.logs("worker", 0)
+        assert job.executed_notebook is None  # not in this machine's tree: in the storage
+        copy = client.storage(volume.claim, f"runs/{job.detail.name}.ipynb")
+        assert isinstance(copy, bytes)
+        executed = nbformat.reads(copy.decode(), as_version=4)
+        outputs = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
+        assert "the word is cluster\n" in outputs, executed.cells
+    finally:
+        drop_volume(kube_cluster, volume)
