@@ -26,11 +26,12 @@ if ! command -v torchrun >/dev/null || ! /usr/bin/python3 -c "import torch.distr
     --no-install-recommends python3-torch >/dev/null
 fi
 
-# The GPU utilisation tests start Debian's Prometheus (scraping a DCGM stand-in).
-if [ ! -x /usr/bin/prometheus ]; then
-  step "installing Debian's Prometheus for the GPU utilisation tests"
+# The utilisation tests start Debian's Prometheus (scraping a DCGM stand-in) and its node
+# exporter (this machine's CPU and memory, for the hardware view).
+if [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/prometheus-node-exporter ]; then
+  step "installing Debian's Prometheus and node exporter for the utilisation tests"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends prometheus >/dev/null
+    --no-install-recommends prometheus prometheus-node-exporter >/dev/null
 fi
 
 step "lint, format and types"

@@ -1,7 +1,9 @@
 """A real Prometheus (Debian's ``prometheus`` package) scraping a stand-in for NVIDIA's
 DCGM exporter whose series each test sets: ``DCGM_FI_DEV_GPU_UTIL`` and
-``DCGM_FI_DEV_FB_USED`` per (namespace, pod, gpu), as dcgm-exporter labels them on
-Kubernetes. Used by the utilisation tests and ``benchmarks/gpu_utilisation.py``."""
+``DCGM_FI_DEV_FB_USED`` per (namespace, pod, gpu, Hostname), as dcgm-exporter labels them
+on Kubernetes; and, for the hardware view, Debian's real node exporter
+(``prometheus-node-exporter``) measuring this machine, labelled as a node of the test
+cluster. Used by the utilisation tests and ``benchmarks/gpu_utilisation.py``."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 PROMETHEUS = "/usr/bin/prometheus"
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 
 
 @dataclass
@@ -29,6 +32,8 @@ class GpuSeries:
     gpu: int
     percent: float
     memory_mb: float
+    #: The node the GPU is in (dcgm-exporter's ``Hostname`` label).
+    hostname: str = ""
 
 
 @dataclass
@@ -58,7 +63,7 @@ class DcgmExporter:
 def _labels(g: GpuSeries) -> str:
     return (
         f'gpu="{g.gpu}",UUID="GPU-{g.pod}-{g.gpu}",modelName="Test GPU",'
-        f'namespace="{g.namespace}",pod="{g.pod}",container="main"'
+        f'namespace="{g.namespace}",pod="{g.pod}",container="main",Hostname="{g.hostname}"'
     )
 
 
@@ -112,8 +117,63 @@ class Prometheus:
 
 
 @contextmanager
-def prometheus(workdir: Path, exporter: DcgmExporter, interval: str = "1s") -> Iterator[Prometheus]:
-    """Prometheus scraping ``exporter`` every ``interval``; fails loudly when the package is
+def node_exporter(workdir: Path) -> Iterator[int]:
+    """Debian's node exporter on a free port (its CPU and memory collectors only), or a
+    loud failure when the package is missing (``scripts/test.sh`` installs it)."""
+    binary = NODE_EXPORTER if Path(NODE_EXPORTER).exists() else shutil.which("node_exporter")
+    if binary is None:
+        raise RuntimeError(
+            f"Debian's prometheus-node-exporter package is missing ({NODE_EXPORTER}): "
+            "apt-get install prometheus-node-exporter, as scripts/test.sh does"
+        )
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log = (workdir / "node-exporter.log").open("wb")
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--collector.disable-defaults",
+            "--collector.cpu",
+            "--collector.meminfo",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2):
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the node exporter did not start: {(workdir / 'node-exporter.log').read_text()[-2000:]}"
+                )
+            time.sleep(0.2)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@contextmanager
+def prometheus(
+    workdir: Path,
+    exporter: DcgmExporter,
+    interval: str = "1s",
+    node_exporters: dict[str, int] | None = None,
+) -> Iterator[Prometheus]:
+    """Prometheus scraping ``exporter`` every ``interval``, and each node exporter of
+    ``node_exporters`` (node name → port) with the label ``node`` set to that name, as
+    a Kubernetes scrape configuration relabels it; fails loudly when the package is
     missing (``scripts/test.sh`` installs it)."""
     if not Path(PROMETHEUS).exists() and shutil.which("prometheus") is None:
         raise RuntimeError(
@@ -128,6 +188,11 @@ def prometheus(workdir: Path, exporter: DcgmExporter, interval: str = "1s") -> I
         "  - job_name: dcgm\n"
         "    honor_labels: true\n"
         f"    static_configs: [{{targets: ['127.0.0.1:{exporter.port}']}}]\n"
+        + "".join(
+            f"  - job_name: node-{node}\n"
+            f"    static_configs: [{{targets: ['127.0.0.1:{port}'], labels: {{node: {node}}}}}]\n"
+            for node, port in (node_exporters or {}).items()
+        )
     )
     port = _free_port()
     log = (workdir / "prometheus.log").open("wb")

@@ -205,6 +205,12 @@ class NodeResources(ApiModel):
     memory_mb_allocatable: int = Field(default=0, alias="memoryMBAllocatable")
     memory_mb_requested: int = Field(default=0, alias="memoryMBRequested")
     jobs: list[str] = Field(default_factory=list)
+    #: Measured use (%), where measured: CPU busy, memory in use, mean of the GPUs' busy.
+    cpu_percent: float | None = None
+    memory_percent: float | None = None
+    gpu_percent: float | None = None
+    #: Why CPU and memory use are not measured, if they are not.
+    utilisation_note: str | None = None
 
 
 class AbnormalJob(ApiModel):

@@ -1,41 +1,16 @@
 /**
  * The hardware view (as OpenPAI's hardware page): per node its GPUs used by
  * jobs and free, CPU and memory requested against allocatable, each bar
- * coloured by how full it is, and the jobs on the node (open on click).
+ * coloured by how full it is, the measured use where there is a measurement,
+ * and the jobs on the node (open on click).
  */
 
 import * as React from 'react';
 
+import { HardwareBar as Bar } from './hardwarebar';
 import type { NodeResources } from './models';
 import { describeError, PAIModel } from './model';
-
-/** How full a resource is, for its colour: OpenPAI's green, yellow, red. */
-export function fullness(used: number, total: number): 'low' | 'mid' | 'high' {
-  const ratio = total > 0 ? used / total : 0;
-  return ratio >= 0.8 ? 'high' : ratio >= 0.5 ? 'mid' : 'low';
-}
-
-function Bar(props: {
-  label: string;
-  used: number;
-  total: number;
-  text: string;
-}): JSX.Element {
-  const { used, total } = props;
-  const pct = total > 0 ? Math.min(100, (100 * used) / total) : 0;
-  return (
-    <div className="jp-PAI-hw-row" data-resource={props.label}>
-      <span className="jp-PAI-hw-label">{props.label}</span>
-      <span className="jp-PAI-hw-bar">
-        <span
-          className={`jp-PAI-hw-fill jp-PAI-hw-${fullness(used, total)}`}
-          style={{ width: `${pct}%` }}
-        />
-      </span>
-      <span className="jp-PAI-hw-text">{props.text}</span>
-    </div>
-  );
-}
+import { NodeUtilisation } from './nodeutilisation';
 
 const REFRESH_MS = 10 * 1000;
 
@@ -100,6 +75,7 @@ export function HardwareView(props: {
               total={n.memoryMBAllocatable}
               text={`${Math.round(n.memoryMBRequested / 1024)} of ${Math.round(n.memoryMBAllocatable / 1024)} GiB requested`}
             />
+            <NodeUtilisation node={n} />
             {n.jobs.length > 0 && (
               <div className="jp-PAI-hw-jobs">
                 {n.jobs.map(id => (

@@ -188,6 +188,12 @@ export interface NodeResources {
   memoryMBAllocatable: number;
   memoryMBRequested: number;
   jobs: string[];
+  /** Measured use (%), `null` where not measured. */
+  cpuPercent: number | null;
+  memoryPercent: number | null;
+  gpuPercent: number | null;
+  /** Why CPU and memory use are not measured, if they are not. */
+  utilisationNote: string | null;
 }
 
 export type NodeList = ItemList<NodeResources>;
@@ -519,7 +525,11 @@ export const MODEL_FIELDS = {
     cpuRequested: true,
     memoryMBAllocatable: true,
     memoryMBRequested: true,
-    jobs: true
+    jobs: true,
+    cpuPercent: true,
+    memoryPercent: true,
+    gpuPercent: true,
+    utilisationNote: true
   } satisfies Fields<NodeResources>,
   NodeList: { items: true } satisfies Fields<NodeList>,
   GpuUsage: { gpuPercent: true, memoryMB: true } satisfies Fields<GpuUsage>,

@@ -1,5 +1,5 @@
 """``GET nodes`` on the local backend: this machine, its 4 simulated GPU slots, and what
-a running 2-GPU job requests of them."""
+a running 2-GPU job requests of them, and the machine's measured use."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ async def test_this_machine_with_a_running_job(pai: PAIClient) -> None:
     [idle] = await pai.items("nodes")
     assert (idle["gpuTotal"], idle["gpuUsed"], idle["gpuFree"], idle["jobs"]) == (4, 0, 4, [])
     assert idle["cpuAllocatable"] == os.cpu_count() and idle["memoryMBAllocatable"] > 0
+    # Measured use of this machine; simulated slots are not measured (null, not 0).
+    assert 0 < idle["memoryPercent"] < 100 and idle["utilisationNote"] is None
+    assert idle["gpuPercent"] is None
 
     spec = job_spec("hw", {"w": {"gpu": 2, "commands": [wait_for_file("go")]}})
     job = await pai.submit(spec)

@@ -44,6 +44,7 @@ from .jobviews import JobViews, detail
 from .logarchive import LogArchiver
 from .logs import task_log
 from .naming import JobNames, make_names
+from .nodemetrics import NO_PROMETHEUS, PrometheusNodes, attach
 from .nodeusage import node_resources
 from .pods import PodOptions
 from .portforward import TaskPortForwards
@@ -124,7 +125,8 @@ class KubernetesBackend(Backend):
     master_port = Int(29500, help="MASTER_PORT of torch.distributed.").tag(config=True)
     prometheus_url = Unicode(
         help="""A Prometheus server that scrapes NVIDIA's DCGM exporter, for GPU utilisation
-        per task (e.g. ``http://prometheus.monitoring:9090``); empty: none. Default:
+        per task and node, and the node exporter, for each node's CPU and memory use
+        (e.g. ``http://prometheus.monitoring:9090``); empty: none. Default:
         $JUPYTER_PAI_PROMETHEUS_URL.""",
     ).tag(config=True)
 
@@ -168,6 +170,11 @@ class KubernetesBackend(Backend):
         self.port_forwards = TaskPortForwards(self)
         self.gpu_metrics = (
             PrometheusGpus(self.prometheus_url, self.namespace, ttl=self.utilisation_cache_seconds)
+            if self.prometheus_url
+            else None
+        )
+        self.node_metrics = (
+            PrometheusNodes(self.prometheus_url, ttl=self.utilisation_cache_seconds)
             if self.prometheus_url
             else None
         )
@@ -301,9 +308,14 @@ class KubernetesBackend(Backend):
         for primary in self.cache["primary"].values():
             names = JobNames.from_annotations(primary["metadata"].get("annotations") or {})
             job_ids[names.base] = names.job_id
-        return node_resources(
-            nodes.get("items") or [], self.cache["pods"].values(), job_ids, self.gpu_resource
-        )
+        objects = nodes.get("items") or []
+        out = node_resources(objects, self.cache["pods"].values(), job_ids, self.gpu_resource)
+        if self.node_metrics is None:
+            for node in out:
+                node.utilisation_note = NO_PROMETHEUS
+        else:
+            attach(out, objects, await self.node_metrics.snapshot())
+        return out
 
     async def _cluster_total(self) -> Resources:
         try:

@@ -10,11 +10,11 @@ import asyncio
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 
 from ..utilisation import GpuReading
+from . import promql
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 MEMORY = "DCGM_FI_DEV_FB_USED"
@@ -66,11 +66,7 @@ class PrometheusGpus:
                 answers = await asyncio.gather(*(self._query(session, q) for q in names.values()))
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
             # An unreachable Prometheus is remembered for ttl too: no hammering it.
-            reason = str(error) or type(error).__name__
-            return GpuSnapshot(
-                note=f"Prometheus at {self.url} did not answer: {reason}",
-                taken=time.monotonic(),
-            )
+            return GpuSnapshot(note=promql.unreachable(self.url, error), taken=time.monotonic())
         by_gpu: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
         for key, series in zip(names, answers, strict=True):
             for pod, gpu, value in series:
@@ -92,16 +88,9 @@ class PrometheusGpus:
     ) -> list[tuple[str, str, float]]:
         """(pod, gpu, value) of an instant query's vector."""
         self.queries += 1
-        async with session.get(f"{self.url}/api/v1/query", params={"query": query}) as resp:
-            body: Any = await resp.json(content_type=None)
-            if resp.status != 200 or body.get("status") != "success":
-                raise ValueError(f"HTTP {resp.status}: {body.get('error', body)}")
         out = []
-        for item in body["data"]["result"]:
-            labels = item.get("metric", {})
+        for labels, value in await promql.instant(session, self.url, query):
             pod = labels.get("pod") or labels.get("exported_pod")
-            if not pod:
-                continue
-            gpu = labels.get("gpu") or labels.get("UUID") or ""
-            out.append((str(pod), str(gpu), float(item["value"][1])))
+            if pod:
+                out.append((pod, labels.get("gpu") or labels.get("UUID") or "", value))
         return out

@@ -43,6 +43,7 @@ from ..taskports import PortAddress
 from ..utilisation import job_utilisation
 from . import gpus
 from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
+from .hostusage import HostUsage
 from .nvml import NvmlGpus
 from .processes import alive
 from .records import JobRecord, TaskRecord, now
@@ -126,6 +127,7 @@ class LocalBackend(Backend):
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
         self._summaries: dict[str, tuple[int, JobRecord]] = {}
         self.nvml = NvmlGpus()
+        self.host_usage = HostUsage()
         self._housekeeper: asyncio.Task[None] | None = None
 
     def _slots(self) -> list[str]:
@@ -468,6 +470,9 @@ class LocalBackend(Backend):
                     cpu += res.cpu
                     memory += res.memory_mb
         used = sum(len(r.allocated_gpus) for r in holding)
+        cpu_percent, memory_percent = await asyncio.to_thread(self.host_usage.percentages)
+        devices = await asyncio.to_thread(self.nvml.readings)
+        gpu_percents = [r.percent for r in (devices or {}).values() if r.percent is not None]
         return [
             NodeResources(
                 name=socket.gethostname(),
@@ -479,6 +484,12 @@ class LocalBackend(Backend):
                 memory_mb_allocatable=_memory_mb(),
                 memory_mb_requested=int(memory),
                 jobs=sorted(r.id for r in holding),
+                cpu_percent=cpu_percent,
+                memory_percent=memory_percent,
+                # Simulated slots have nothing to measure: no figure, not 0 %.
+                gpu_percent=round(sum(gpu_percents) / len(gpu_percents), 1)
+                if gpu_percents
+                else None,
             )
         ]
 

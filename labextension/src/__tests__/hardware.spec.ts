@@ -1,4 +1,4 @@
-import { fullness } from '../hardware';
+import { fullness } from '../hardwarebar';
 
 describe('the hardware view', () => {
   it('colours a resource by how full it is', () => {
