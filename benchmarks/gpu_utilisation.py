@@ -71,7 +71,7 @@ async def measure(url: str, n: int, rounds: int) -> None:
     batched = PrometheusGpus(url, NS, ttl=3600)  # one refresh, then the cache
     refresh, derive = [], []
     for _ in range(rounds):
-        batched._snapshot = None
+        batched.cache.forget()
         before = batched.queries
         t = time.perf_counter()
         snapshot = await batched.snapshot()

@@ -116,6 +116,22 @@ class Prometheus:
                 self.process.wait()
 
 
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    """Until ``url`` answers 200; a loud failure with the log's end if the process exits
+    or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not become ready: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
 @contextmanager
 def node_exporter(workdir: Path) -> Iterator[int]:
     """Debian's node exporter on a free port (its CPU and memory collectors only), or a
@@ -141,18 +157,7 @@ def node_exporter(workdir: Path) -> Iterator[int]:
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2):
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the node exporter did not start: {(workdir / 'node-exporter.log').read_text()[-2000:]}"
-                )
-            time.sleep(0.2)
+        _wait_ready(f"http://127.0.0.1:{port}/metrics", process, workdir / "node-exporter.log", 30)
         yield port
     finally:
         process.terminate()
@@ -208,19 +213,7 @@ def prometheus(
     )
     server = Prometheus(f"http://127.0.0.1:{port}", process)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{server.url}/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"Prometheus did not become ready: {(workdir / 'prometheus.log').read_text()[-2000:]}"
-                )
-            time.sleep(0.2)
+        _wait_ready(f"{server.url}/-/ready", process, workdir / "prometheus.log", 60)
         yield server
     finally:
         server.stop()

@@ -158,10 +158,48 @@ def test_mount_paths_in_arguments_point_at_the_local_view() -> None:
     ]
 
 
+def run_claim_pod(
+    cluster: TestCluster, volume: Volume, command: list[str], mount: dict[str, Any]
+) -> str:
+    """Run a pod on the runner with ``volume``'s claim mounted as ``mount`` (a volumeMount
+    without its name); its log once it succeeded."""
+    core = core_api(cluster)
+    name = f"claim-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "nodeSelector": RUNNER,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "python:3",
+                        "command": command,
+                        "volumeMounts": [{"name": "d", **mount}],
+                    }
+                ],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": volume.claim}}],
+            },
+        },
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while core.read_namespaced_pod(name, NS).status.phase not in ("Succeeded", "Failed"):
+            assert time.monotonic() < deadline, "the pod never finishes"
+            time.sleep(0.2)
+        text: str = core.read_namespaced_pod_log(name, NS)
+        assert core.read_namespaced_pod(name, NS).status.phase == "Succeeded", text
+        return text
+    finally:
+        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+
+
 def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
     kube_cluster: TestCluster, volume: Volume
 ) -> None:
-    core = core_api(kube_cluster)
     script = (
         "import json, os, sys\n"
         "root = sys.argv[1]\n"
@@ -174,46 +212,22 @@ def test_a_runner_pod_sees_its_claim_and_a_read_only_mount_refuses_writes(
         " 'a': open(root + '/sub/a.txt').read(), 'env': os.environ['JUPYTER_PAI_TEST_MOUNTS'],"
         " 'at_mount_path': sorted(os.listdir('/data')) if os.path.isdir('/data') else None}))\n"
     )
-    name = f"mount-{uuid.uuid4().hex[:6]}"
-    core.create_namespaced_pod(
-        NS,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 0,
-                "nodeSelector": RUNNER,
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "python:3",
-                        "command": ["python", "-c", script, "/data"],
-                        "volumeMounts": [{"name": "d", "mountPath": "/data", "readOnly": True}],
-                    }
-                ],
-                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": volume.claim}}],
-            },
-        },
+    text = run_claim_pod(
+        kube_cluster,
+        volume,
+        ["python", "-c", script, "/data"],
+        {"mountPath": "/data", "readOnly": True},
     )
-    try:
-        deadline = time.monotonic() + 30
-        while core.read_namespaced_pod(name, NS).status.phase not in ("Succeeded", "Failed"):
-            assert time.monotonic() < deadline, "the pod never finishes"
-            time.sleep(0.2)
-        text = core.read_namespaced_pod_log(name, NS)
-        assert core.read_namespaced_pod(name, NS).status.phase == "Succeeded", text
-        doc = json.loads(text.strip().splitlines()[-1])
-        assert doc["ls"] == ["escape", "inside", "sub", "top.bin"]
-        assert doc["a"] == "alpha\n"
-        assert list(json.loads(doc["env"])) == ["/data"]
-        # readOnly is enforced where the runner can bind-mount (root with unshare, as
-        # here and in CI); elsewhere the view is a plain symlink (README: volumes).
-        assert doc["wrote"] is not runner.BIND_READ_ONLY
-        assert (volume.root / "new.txt").exists() is not runner.BIND_READ_ONLY
-        if runner.BIND_READ_ONLY:  # a path the runner cannot rewrite (inside the script)
-            assert doc["at_mount_path"] == ["escape", "inside", "sub", "top.bin"]
-    finally:
-        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+    doc = json.loads(text.strip().splitlines()[-1])
+    assert doc["ls"] == ["escape", "inside", "sub", "top.bin"]
+    assert doc["a"] == "alpha\n"
+    assert list(json.loads(doc["env"])) == ["/data"]
+    # readOnly is enforced where the runner can bind-mount (root with unshare, as
+    # here and in CI); elsewhere the view is a plain symlink (README: volumes).
+    assert doc["wrote"] is not runner.BIND_READ_ONLY
+    assert (volume.root / "new.txt").exists() is not runner.BIND_READ_ONLY
+    if runner.BIND_READ_ONLY:  # a path the runner cannot rewrite (inside the script)
+        assert doc["at_mount_path"] == ["escape", "inside", "sub", "top.bin"]
 
 
 def test_a_runner_pod_writes_its_claim_at_the_mount_path_inside_a_shell_command(
@@ -223,46 +237,18 @@ def test_a_runner_pod_writes_its_claim_at_the_mount_path_inside_a_shell_command(
     rewriting reaches: the runner binds the claim at its mountPath in the pod's own mount
     namespace (root with unshare, as here and in CI), as a container sees it."""
     assert runner.BIND_READ_ONLY, "the pod runner needs root and unshare for mounts"
-    core = core_api(kube_cluster)
     mount_path = f"/mnt/jupyter-pai-test-{uuid.uuid4().hex[:6]}"
-    name = f"write-{uuid.uuid4().hex[:6]}"
-    core.create_namespaced_pod(
-        NS,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 0,
-                "nodeSelector": RUNNER,
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "python:3",
-                        "command": [
-                            "bash",
-                            "-c",
-                            f"cd {mount_path}/sub && cat a.txt && echo written > out.txt",
-                        ],
-                        "volumeMounts": [{"name": "d", "mountPath": mount_path}],
-                    }
-                ],
-                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": volume.claim}}],
-            },
-        },
-    )
     try:
-        deadline = time.monotonic() + 30
-        while core.read_namespaced_pod(name, NS).status.phase not in ("Succeeded", "Failed"):
-            assert time.monotonic() < deadline, "the pod never finishes"
-            time.sleep(0.2)
-        text = core.read_namespaced_pod_log(name, NS)
-        assert core.read_namespaced_pod(name, NS).status.phase == "Succeeded", text
+        command = f"cd {mount_path}/sub && cat a.txt && echo written > out.txt"
+        text = run_claim_pod(
+            kube_cluster, volume, ["bash", "-c", command], {"mountPath": mount_path}
+        )
         assert text == "alpha\n"
         assert (volume.root / "sub" / "out.txt").read_text() == "written\n"
         assert not any(Path(mount_path).iterdir())  # the host sees no mount there
     finally:
-        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
-        Path(mount_path).rmdir()
+        if Path(mount_path).is_dir():  # made by the runner
+            Path(mount_path).rmdir()
 
 
 def test_a_pod_whose_claim_is_unbound_waits_with_a_config_error(

@@ -17,16 +17,10 @@ from jupyter_pai.backends.models import JobState, JobUtilisation
 from jupyter_pai.spec import parse_job
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, _cleanup, make_backend
-from tests.prometheus import DcgmExporter, GpuSeries, Prometheus, dcgm_exporter, prometheus
+from tests.prometheus import DcgmExporter, GpuSeries, Prometheus, prometheus
 
 pytestmark = pytest.mark.kube
 TTL = 1.0
-
-
-@pytest.fixture
-def exporter() -> Iterator[DcgmExporter]:
-    with dcgm_exporter() as e:
-        yield e
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ when Prometheus goes away. No job is involved, so one flavour (native) stands fo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -19,16 +18,10 @@ from jupyter_pai.backends.kubernetes.nodemetrics import NO_PROMETHEUS, NO_SERIES
 from jupyter_pai.backends.models import NodeResources
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, make_backend
-from tests.prometheus import DcgmExporter, GpuSeries, dcgm_exporter, node_exporter, prometheus
+from tests.prometheus import DcgmExporter, GpuSeries, node_exporter, prometheus
 
 pytestmark = pytest.mark.kube
 TTL = 1.0
-
-
-@pytest.fixture
-def exporter() -> Iterator[DcgmExporter]:
-    with dcgm_exporter() as e:
-        yield e
 
 
 async def nodes_once(

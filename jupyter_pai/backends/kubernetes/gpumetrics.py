@@ -7,7 +7,6 @@ polling each job's utilisation costs Prometheus nothing more per job."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -26,19 +25,16 @@ class GpuSnapshot:
 
     pods: dict[str, list[GpuReading]] = field(default_factory=dict)
     note: str | None = None
-    taken: float = 0.0
 
 
 class PrometheusGpus:
     def __init__(self, url: str, namespace: str, *, ttl: float = 10.0, timeout: float = 5.0):
         self.url = url.rstrip("/")
         self.namespace = namespace
-        self.ttl = ttl
         self.timeout = timeout
         #: Queries sent so far (what the benchmark counts).
         self.queries = 0
-        self._snapshot: GpuSnapshot | None = None
-        self._lock = asyncio.Lock()
+        self.cache = promql.Cached(self._refresh, ttl)
 
     def _queries(self) -> dict[str, str]:
         sel = f'{{namespace="{self.namespace}"}}'
@@ -50,13 +46,8 @@ class PrometheusGpus:
         }
 
     async def snapshot(self) -> GpuSnapshot:
-        """The cached snapshot, or a fresh one when it is older than ``ttl``; concurrent
-        callers share one refresh."""
-        async with self._lock:
-            current = self._snapshot
-            if current is None or time.monotonic() - current.taken >= self.ttl:
-                current = self._snapshot = await self._refresh()
-            return current
+        """The cached snapshot, or a fresh one when it is older than ``ttl``."""
+        return await self.cache.get()
 
     async def _refresh(self) -> GpuSnapshot:
         timeout = aiohttp.ClientTimeout(total=self.timeout)
@@ -66,7 +57,7 @@ class PrometheusGpus:
                 answers = await asyncio.gather(*(self._query(session, q) for q in names.values()))
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
             # An unreachable Prometheus is remembered for ttl too: no hammering it.
-            return GpuSnapshot(note=promql.unreachable(self.url, error), taken=time.monotonic())
+            return GpuSnapshot(note=promql.unreachable(self.url, error))
         by_gpu: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
         for key, series in zip(names, answers, strict=True):
             for pod, gpu, value in series:
@@ -81,7 +72,7 @@ class PrometheusGpus:
                     hour_memory_mb=v.get("hour_memory"),
                 )
             )
-        return GpuSnapshot(pods=dict(pods), taken=time.monotonic())
+        return GpuSnapshot(pods=dict(pods))
 
     async def _query(
         self, session: aiohttp.ClientSession, query: str

@@ -10,7 +10,6 @@ dcgm-exporter sets), else the host of ``instance`` against the node's name and a
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,6 @@ class NodeSnapshot:
 
     series: dict[str, list[tuple[list[str], float]]] = field(default_factory=dict)
     note: str | None = None
-    taken: float = 0.0
 
 
 def series_keys(labels: dict[str, str]) -> list[str]:
@@ -88,20 +86,14 @@ def attach(
 class PrometheusNodes:
     def __init__(self, url: str, *, ttl: float = 10.0, timeout: float = 5.0):
         self.url = url.rstrip("/")
-        self.ttl = ttl
         self.timeout = timeout
         #: Queries sent so far (the tests count them).
         self.queries = 0
-        self._snapshot: NodeSnapshot | None = None
-        self._lock = asyncio.Lock()
+        self.cache = promql.Cached(self._refresh, ttl)
 
     async def snapshot(self) -> NodeSnapshot:
         """The cached snapshot, or a fresh one when it is older than ``ttl``."""
-        async with self._lock:
-            current = self._snapshot
-            if current is None or time.monotonic() - current.taken >= self.ttl:
-                current = self._snapshot = await self._refresh()
-            return current
+        return await self.cache.get()
 
     async def _refresh(self) -> NodeSnapshot:
         timeout = aiohttp.ClientTimeout(total=self.timeout)
@@ -113,9 +105,9 @@ class PrometheusNodes:
                 )
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
             # Remembered for ttl as well: an unreachable Prometheus is not asked each poll.
-            return NodeSnapshot(note=promql.unreachable(self.url, error), taken=time.monotonic())
+            return NodeSnapshot(note=promql.unreachable(self.url, error))
         series = {
             metric: [(series_keys(labels), value) for labels, value in answer]
             for metric, answer in zip(QUERIES, answers, strict=True)
         }
-        return NodeSnapshot(series=series, taken=time.monotonic())
+        return NodeSnapshot(series=series)

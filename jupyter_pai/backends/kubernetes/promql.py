@@ -3,11 +3,37 @@ GPU readings per pod and the utilisation per node."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 import aiohttp
 
 Sample = tuple[dict[str, str], float]
+T = TypeVar("T")
+
+
+class Cached(Generic[T]):
+    """What ``refresh`` answered, reused for ``ttl`` seconds; concurrent callers share one
+    refresh, so a poll by many viewers costs Prometheus one set of queries."""
+
+    def __init__(self, refresh: Callable[[], Awaitable[T]], ttl: float):
+        self._refresh = refresh
+        self.ttl = ttl
+        self._value: tuple[float, T] | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> T:
+        async with self._lock:
+            if self._value is None or time.monotonic() - self._value[0] >= self.ttl:
+                value = await self._refresh()
+                self._value = (time.monotonic(), value)
+            return self._value[1]
+
+    def forget(self) -> None:
+        """The next ``get`` refreshes (the benchmark measures refreshes)."""
+        self._value = None
 
 
 async def instant(session: aiohttp.ClientSession, url: str, query: str) -> list[Sample]:
