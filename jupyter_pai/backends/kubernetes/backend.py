@@ -8,6 +8,7 @@ scheduler does its own way the flavour (:mod:`.flavors`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from traitlets import Dict, Float, Int, List, Unicode, default
 
 from ... import __version__
-from ...errors import NotFound, Unavailable
+from ...errors import NotFound, PAIError, Unavailable
 from ...spec.protocol import JobProtocol
 from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
@@ -167,6 +168,7 @@ class KubernetesBackend(Backend):
         self.rest: Rest | None = None
         self._api: Any = None
         self.helpers: HelperPods | None = None
+        self._sweep: asyncio.Task[None] | None = None
         self.port_forwards = TaskPortForwards(self)
         self.gpu_metrics = (
             PrometheusGpus(self.prometheus_url, self.namespace, ttl=self.utilisation_cache_seconds)
@@ -191,14 +193,31 @@ class KubernetesBackend(Backend):
         self.helpers = HelperPods(
             self.rest,
             self.namespace,
+            self.user,
             self.storage_helper_image,
             self.options,
             idle=self.storage_helper_idle,
         )
+        self._sweep = asyncio.create_task(self._sweep_left_behind(self.helpers))
         if not await self.cache.wait_synced(self.sync_timeout):
             self.log.warning("jupyter-pai: the watch cache is not synced yet; answering 503")
 
+    async def _sweep_left_behind(self, helpers: HelperPods) -> None:
+        """A killed server's helper pods go at the next start (README: nothing left
+        behind). Its port-forwards were sockets of its process and ended with it."""
+        try:
+            swept = await helpers.sweep()
+        except PAIError as error:
+            self.log.warning("jupyter-pai: cannot look for storage helper pods left: %s", error)
+            return
+        if swept:
+            self.log.info("jupyter-pai: deleted storage helper pods left: %s", ", ".join(swept))
+
     async def close(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweep
         await self.lifecycle.drain()  # an ending started here is finished, not cut short
         await self.archiver.drain()
         if self.helpers is not None:
@@ -227,6 +246,11 @@ class KubernetesBackend(Backend):
 
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
         return self.views.summaries(query)
+
+    async def jobs_version(self) -> str | None:
+        # Job views derive from the watch cache alone: its counters are the tag.
+        self.cache.check()
+        return ",".join(f"{r.epoch}.{r.version}" for r in self.cache.reflectors.values())
 
     async def get_job(self, job_id: str) -> JobDetail:
         return self.views.detail(job_id)

@@ -7,7 +7,11 @@ included, offers). One pod per claim answers the requests in a row and is delete
 The path is checked here first (no ``..``, no absolute path) and again inside the pod
 against the resolved storage root, so a symbolic link cannot lead out of it. The pod
 listens on loopback only (where port-forward connects; no other pod reaches it) and
-answers only requests carrying its random token."""
+answers only requests carrying its random token.
+
+Each pod carries its user (label) and its owning process (:mod:`.owner`): a backend
+starting after a killed server deletes that server's pods (:meth:`HelperPods.sweep`),
+never another user's or those of a process that still runs."""
 
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ from ...errors import FieldError, Forbidden, NotFound, Unavailable
 from ..base import FileContent
 from ..models import StorageEntry, StorageListing
 from ..storage_fs import clean_relative
-from .naming import slug
+from .naming import ANN_USER, LABEL_USER, label_value, slug
+from .owner import ANN_OWNER, ProcessOwner
 from .pods import PodOptions
 from .resources import POD
 from .rest import ApiError, Rest, path
@@ -105,14 +110,18 @@ class HelperPods:
         self,
         rest: Rest,
         namespace: str,
+        user: str,
         image: str,
         options: PodOptions,
         *,
         idle: float = 60.0,
         start_timeout: float = 60.0,
+        owner: ProcessOwner | None = None,
     ) -> None:
         self.rest = rest
         self.namespace = namespace
+        self.user = user
+        self.owner = owner or ProcessOwner.this()
         self.image = image
         self.options = options
         self.idle = idle
@@ -158,7 +167,8 @@ class HelperPods:
             "metadata": {
                 "name": f"pai-browse-{slug(claim, 30)}-{secrets.token_hex(4)}",
                 "namespace": self.namespace,
-                "labels": {HELPER_LABEL: "true"},
+                "labels": {HELPER_LABEL: "true", LABEL_USER: label_value(self.user)},
+                "annotations": {ANN_USER: self.user, ANN_OWNER: self.owner.encode()},
             },
             "spec": spec,
         }
@@ -250,6 +260,25 @@ class HelperPods:
     async def _delete(self, name: str) -> None:
         with contextlib.suppress(Exception):
             await self.rest.delete(POD, self.namespace, name, gracePeriodSeconds=0)
+
+    async def sweep(self) -> list[str]:
+        """Deletes this user's helper pods that no process serves: those whose owner is
+        gone (a killed server's) and those that ended. Returns their names."""
+        selector = f"{HELPER_LABEL}=true,{LABEL_USER}={label_value(self.user)}"
+        found = await self.rest.get(path(POD, self.namespace), labelSelector=selector)
+        ours = {helper.name for helper in self.helpers.values()}
+        swept = []
+        for pod in found.get("items") or []:
+            meta = pod["metadata"]
+            annotations = meta.get("annotations") or {}
+            if annotations.get(ANN_USER) != self.user or meta["name"] in ours:
+                continue  # another user whose name has the same label value; or in use here
+            owner = ProcessOwner.decode(annotations.get(ANN_OWNER))
+            ended = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if ended or (owner is not None and owner.gone(self.owner)):
+                await self._delete(meta["name"])
+                swept.append(meta["name"])
+        return swept
 
     async def close(self) -> None:
         """Deletes every helper pod (the backend is closing)."""
