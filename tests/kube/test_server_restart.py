@@ -4,8 +4,9 @@ and its next start deletes the storage helper pod the killed one left — only t
 not another user's, not a helper of a process that still runs.
 
 The jobs live in the cluster and need no server; what a killed server can leave is its
-helper pods (README: nothing left behind). Its port-forwards were sockets of its own
-process, closed by the kernel when it died: nothing of them remains to test."""
+helper pods and, killed while it submitted, a job's Secret or Service with no owner
+(README: nothing left behind). Its port-forwards were sockets of its own process, closed
+by the kernel when it died: nothing of them remains to test."""
 
 from __future__ import annotations
 
@@ -25,13 +26,21 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from jupyter_pai.backends.kubernetes.naming import ANN_USER, LABEL_USER
+from jupyter_pai.backends.kubernetes.naming import (
+    ANN_USER,
+    LABEL_JOB,
+    LABEL_MANAGED_BY,
+    LABEL_USER,
+    MANAGED_BY,
+    make_names,
+)
 from jupyter_pai.backends.kubernetes.owner import ANN_OWNER, ProcessOwner
 from jupyter_pai.backends.kubernetes.storage import HELPER_LABEL
+from jupyter_pai.spec import parse_job
 from tests.cluster import manifests
 from tests.cluster.kwokconfig import RUN_FOR
 from tests.cluster.pytest_plugin import TestCluster
-from tests.kube.test_backend_jobs import NS, RUNNER, _cleanup, make_backend
+from tests.kube.test_backend_jobs import GPU_POOL, NS, RUNNER, SLEEPER, _cleanup, make_backend
 from tests.kube.test_backend_storage import core_api, drop_volume, helper_pods, make_volume
 from tests.server.pai import job_spec
 from tests.server.test_restart import ServerProcess, wait_until
@@ -151,6 +160,71 @@ async def test_start_deletes_only_helper_pods_left_by_ended_processes_of_its_use
         assert all(name in remaining for name in kept.values()), "close deleted others' pods"
     finally:
         drop_pods(kube_cluster, made)
+
+
+def ownerless_secret(cluster: TestCluster, name: str, user: str, job_base: str) -> None:
+    """A job's Secret as a creation cut short leaves it: labelled, with no owner."""
+    labels = {LABEL_MANAGED_BY: MANAGED_BY, LABEL_USER: user, LABEL_JOB: job_base}
+    body = {"metadata": {"name": name, "labels": labels}, "stringData": {"k": "v"}}
+    core_api(cluster).create_namespaced_secret(NS, body)
+
+
+async def test_start_finishes_job_creations_a_killed_process_left(
+    kube_cluster: TestCluster,
+) -> None:
+    """Volcano, whose primary comes after its Secret and Service (Kueue's too); the sweep
+    itself is the same for every flavour. An ownerless Secret of a job that exists gets it
+    as owner, one of a job never made is deleted; bob's and a young one are not touched."""
+    _cleanup(kube_cluster, NS)
+    core = core_api(kube_cluster)
+    first = make_backend(kube_cluster, "volcano", node_selector=GPU_POOL)
+    await first.start()
+    made: list[str] = []
+    try:
+        spec = parse_job(SLEEPER.format(name="kept", vc="default", n=1, gpu=0)).job
+        job = await first.submit(spec)
+        await first.close()
+        base = make_names(spec, "alice").base
+        primary = next(p for p in first.cache["primary"].values() if p["metadata"]["name"] == base)
+        adopted, dropped = f"{base}-cut-short", "alice-never-made-00000-secrets"
+        bobs = "bob-never-made-00000-secrets"
+        ownerless_secret(kube_cluster, adopted, "alice", base)
+        ownerless_secret(kube_cluster, dropped, "alice", "alice-never-made-00000")
+        ownerless_secret(kube_cluster, bobs, "bob", "bob-never-made-00000")
+        made += [adopted, dropped, bobs]
+        await asyncio.sleep(5)  # creationTimestamp counts whole seconds
+        young = "alice-in-progress-00000-secrets"
+        ownerless_secret(kube_cluster, young, "alice", "alice-in-progress-00000")
+        made.append(young)
+
+        second = make_backend(
+            kube_cluster, "volcano", node_selector=GPU_POOL, leftover_grace_seconds=4.0
+        )
+        await second.start()
+        try:
+
+            async def finished() -> bool:
+                names = {s.metadata.name for s in core.list_namespaced_secret(NS).items}
+                return dropped not in names
+
+            await wait_until(finished, "the ownerless Secret of no job to go", timeout=20)
+            owners = core.read_namespaced_secret(adopted, NS).metadata.owner_references or []
+            assert [(o.kind, o.name, o.uid) for o in owners] == [
+                ("Job", base, primary["metadata"]["uid"])
+            ]
+            for untouched in (bobs, young):
+                assert core.read_namespaced_secret(untouched, NS).metadata.owner_references is None
+            assert (await second.get_job(job.id)).name == "kept"
+        finally:
+            await second.close()
+    finally:
+        for name in made:
+            try:
+                core.delete_namespaced_secret(name, NS)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+        _cleanup(kube_cluster, NS)
 
 
 TICKS = (

@@ -39,9 +39,10 @@ from ..utilisation import GpuReading, job_utilisation
 from . import connect, vcs
 from .flavors import FLAVORS, Flavor
 from .gpumetrics import PrometheusGpus
+from .interrupted import finish_interrupted
 from .joblifecycle import JobLifecycle
 from .jobssh import add_job_key, generate_key_pair, needs_job_key
-from .jobviews import JobViews, detail
+from .jobviews import OWNED, JobViews, detail
 from .logarchive import LogArchiver
 from .logs import task_log
 from .naming import JobNames, make_names
@@ -122,6 +123,12 @@ class KubernetesBackend(Backend):
     sync_timeout = Float(10.0, help="Seconds to wait for the first list of each kind.").tag(
         config=True
     )
+    leftover_grace_seconds = Float(
+        300.0,
+        help="""At start, a job's Secret or Service that has no owner (its creation was
+        cut short by a killed process) and is older than this is given its job as owner, or
+        deleted where the job does not exist; younger ones may be a submission under way.""",
+    ).tag(config=True)
     request_timeout = Float(15.0, help="Seconds per API-server request.").tag(config=True)
     master_port = Int(29500, help="MASTER_PORT of torch.distributed.").tag(config=True)
     prometheus_url = Unicode(
@@ -203,15 +210,30 @@ class KubernetesBackend(Backend):
             self.log.warning("jupyter-pai: the watch cache is not synced yet; answering 503")
 
     async def _sweep_left_behind(self, helpers: HelperPods) -> None:
-        """A killed server's helper pods go at the next start (README: nothing left
-        behind). Its port-forwards were sockets of its process and ended with it."""
+        """What a killed server or CLI left goes at the next start (README: nothing left
+        behind): its helper pods, and the Secret or Service of a job whose creation it did
+        not finish. Its port-forwards were sockets of its process and ended with it."""
         try:
             swept = await helpers.sweep()
+            if swept:
+                self.log.info("jupyter-pai: deleted storage helper pods left: %s", ", ".join(swept))
+            if not await self.cache.wait_synced(self.sync_timeout):
+                return  # the job objects' owners are not known yet; the next start looks
+            finished = await finish_interrupted(
+                self._rest(),
+                self.namespace,
+                self.user,
+                OWNED,
+                self.engine.primary_kind,
+                self.cache["primary"].values(),
+                self.leftover_grace_seconds,
+            )
+            if finished:
+                self.log.info(
+                    "jupyter-pai: finished interrupted job creations: %s", ", ".join(finished)
+                )
         except PAIError as error:
-            self.log.warning("jupyter-pai: cannot look for storage helper pods left: %s", error)
-            return
-        if swept:
-            self.log.info("jupyter-pai: deleted storage helper pods left: %s", ", ".join(swept))
+            self.log.warning("jupyter-pai: cannot look for objects left behind: %s", error)
 
     async def close(self) -> None:
         if self._sweep is not None:
