@@ -115,6 +115,13 @@ class Backend(LoggingConfigurable):
     @abc.abstractmethod
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]: ...
 
+    async def jobs_version(self) -> str | None:
+        """A cheap tag that changes whenever any job's summary may have changed (a job
+        added, changed or deleted), for ETags and the change stream; taken *before* a
+        listing, it is never newer than that listing. None: the backend keeps none, and
+        callers must compare listings."""
+        return None
+
     def submission_warnings(self, job: JobProtocol) -> list[FieldError]:
         """What this backend will not run as the job wrote it (runtime plugins it ignores or
         runs differently), for the warnings returned at submission."""

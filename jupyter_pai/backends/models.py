@@ -237,7 +237,20 @@ class ItemList(ApiModel, Generic[Item]):
 
 
 class JobList(ItemList[JobSummary]):
-    """``GET jobs``: newest first."""
+    """``GET jobs``: newest first; ``total`` jobs match the filters, and ``continue`` (absent
+    on the last page) asks for the next page of ``limit``."""
+
+    total: int | None = None
+    continue_: str | None = Field(default=None, alias="continue")
+
+
+class JobChange(ApiModel):
+    """One event of the ``job-changes`` stream: a job appeared, changed (state, retries,
+    waiting reason, any listed field) or was deleted, with its summary (the last one known
+    for a deleted job)."""
+
+    type: Literal["added", "modified", "deleted"]
+    job: JobSummary
 
 
 class JobEventList(ItemList[JobEvent]):

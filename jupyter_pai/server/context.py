@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from ..backends.base import Backend
+from ..backends.jobchanges import JobChanges
 from ..config import PAIConfig
 
 
@@ -14,6 +15,8 @@ class PAIContext:
         self.working_dir = working_dir
         self._backend: Backend | None = None
         self._lock = asyncio.Lock()
+        #: The one hub of job changes every open ``job-changes`` stream listens to.
+        self.changes = JobChanges(self.backend)
 
     async def backend(self) -> Backend:
         if self._backend is None:
@@ -25,6 +28,7 @@ class PAIContext:
         return self._backend
 
     async def close(self) -> None:
+        await self.changes.close()
         if self._backend is not None:
             await self._backend.close()
             self._backend = None

@@ -30,6 +30,7 @@ MODELS: list[type[models.ApiModel]] = [
     models.NotebookJobRequest,
     models.NotebookJobResult,
     models.JobList,
+    models.JobChange,
     models.JobEventList,
     models.VirtualClusterList,
     models.ImageList,

@@ -11,6 +11,7 @@ from .handlers.abnormal import AbnormalJobsHandler
 from .handlers.base import PAIHandler
 from .handlers.convert import ConvertHandler
 from .handlers.info import ImagesHandler, InfoHandler, SchemaHandler
+from .handlers.job_changes import JobChangesHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobsHandler
 from .handlers.logs import JobLogsHandler
 from .handlers.nodes import NodesHandler
@@ -29,6 +30,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("convert", ConvertHandler),
     ("virtual-clusters", VirtualClustersHandler),
     ("jobs", JobsHandler),
+    ("job-changes", JobChangesHandler),
     ("jobs/{job_id}", JobHandler),
     ("jobs/{job_id}/logs", JobLogsHandler),
     ("jobs/{job_id}/events", JobEventsHandler),

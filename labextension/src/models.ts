@@ -171,7 +171,20 @@ export interface ItemList<T> {
   items: T[];
 }
 
-export type JobList = ItemList<JobSummary>;
+/**
+ * `GET jobs`: newest first; `total` jobs match the filters; `continue` (null on
+ * the last page) asks for the next page of `limit`.
+ */
+export interface JobList extends ItemList<JobSummary> {
+  total?: number | null;
+  continue?: string | null;
+}
+
+/** One event of the `job-changes` stream (server-sent events). */
+export interface JobChange {
+  type: 'added' | 'modified' | 'deleted';
+  job: JobSummary;
+}
 export type JobEventList = ItemList<JobEvent>;
 export type VirtualClusterList = ItemList<VirtualCluster>;
 export type ImageList = ItemList<Image>;
@@ -504,7 +517,12 @@ export const MODEL_FIELDS = {
     output: true,
     outputLocation: true
   } satisfies Fields<NotebookJobResult>,
-  JobList: { items: true } satisfies Fields<JobList>,
+  JobList: {
+    items: true,
+    total: true,
+    continue: true
+  } satisfies Fields<JobList>,
+  JobChange: { type: true, job: true } satisfies Fields<JobChange>,
   JobEventList: { items: true } satisfies Fields<JobEventList>,
   VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,
   ImageList: { items: true } satisfies Fields<ImageList>,

@@ -85,7 +85,8 @@ class PAIClient:
     async def items(self, *path: str, **params: Any) -> list[dict[str, Any]]:
         """A list endpoint's items, read from the one envelope every list comes in."""
         body = await self.get(*path, **params)
-        assert list(body) == ["items"], body
+        # The envelope: items, and for a paged list its total and next page's token.
+        assert next(iter(body)) == "items" and set(body) <= {"items", "total", "continue"}, body
         items: list[dict[str, Any]] = body["items"]
         return items
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import socket
 from pathlib import Path
@@ -126,6 +125,7 @@ class LocalBackend(Backend):
         self.policies = vc_policies(self.virtual_clusters_config, len(self.slots))
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
         self._summaries: dict[str, tuple[int, JobRecord]] = {}
+        self._listed: tuple[str, list[JobSummary]] | None = None
         self.nvml = NvmlGpus()
         self.host_usage = HostUsage()
         self._housekeeper: asyncio.Task[None] | None = None
@@ -202,12 +202,26 @@ class LocalBackend(Backend):
                 records.append(self._read(job_id))
         return records
 
+    async def jobs_version(self) -> str | None:
+        return await asyncio.to_thread(self.store.generation)
+
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
-        records = await asyncio.to_thread(self._all)
-        jobs = [summary(r) for r in records]
+        jobs = await asyncio.to_thread(self._listing)
         if query is not None:
             jobs = [j for j in jobs if query.matches(j)]
-        return sorted(jobs, key=lambda j: j.submission_time, reverse=True)
+        return list(jobs)
+
+    def _listing(self) -> list[JobSummary]:
+        """Every job's summary, newest first; read again only when the store's generation
+        moved (taken first, so the cached list is never older than its tag)."""
+        generation = self.store.generation()
+        if self._listed is not None and self._listed[0] == generation:
+            return self._listed[1]
+        jobs = sorted(
+            (summary(r) for r in self._all()), key=lambda j: j.submission_time, reverse=True
+        )
+        self._listed = (generation, jobs)
+        return jobs
 
     async def get_job(self, job_id: str) -> JobDetail:
         rec = await asyncio.to_thread(self._read, job_id)
@@ -359,7 +373,7 @@ class LocalBackend(Backend):
             rec = self.store.read_job(job_id)
             if not rec.state.terminal:
                 raise Conflict(f"job {job_id} is {rec.state.value}: stop it before deleting it")
-            shutil.rmtree(self.store.job_dir(job_id))
+            self.store.delete_job(job_id)
 
     def _stop(self, job_id: str) -> None:
         with self.store.locked():

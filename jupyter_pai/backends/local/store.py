@@ -4,6 +4,7 @@ Layout::
 
     state_dir/lock                 flock held while scheduling state changes
     state_dir/active.json          ids of jobs not yet finished, in submission order
+    state_dir/generation           one byte appended per job write (see ``generation``)
     state_dir/jobs/<id>/job.json   JobRecord (state, tasks, allocation)
     state_dir/jobs/<id>/spec.json  the validated spec, secrets included (0600)
     state_dir/jobs/<id>/events.jsonl
@@ -22,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used: a supervisor starts its tasks before pydantic loads
     from ..models import JobEvent
     from .records import JobRecord
+
+#: Bytes of ``generation`` before it starts again (one per record write).
+GENERATION_ROTATE = 1 << 20
 
 # Job ids are "<user>~<name>": both parts are [A-Za-z0-9_-], so ids are safe path parts.
 
@@ -82,6 +87,39 @@ class StateStore:
 
     def write_job(self, record: JobRecord) -> None:
         write_atomic(self.job_dir(record.id) / "job.json", record.model_dump_json(indent=1))
+        self._bump()
+
+    def delete_job(self, job_id: str) -> None:
+        shutil.rmtree(self.job_dir(job_id))
+        self._bump()
+
+    # -- generation ----------------------------------------------------------------------
+
+    def _bump(self) -> None:
+        """Count one change of the job records, after it is on disk.
+
+        Every process writing records appends one byte (``O_APPEND``: atomic, so the size
+        only grows and no write is lost). A reader that takes :meth:`generation` before
+        reading records gets a tag no newer than what it read. Past ``GENERATION_ROTATE``
+        bytes the file is replaced by an empty one: a new inode, so the tag still changes."""
+        path = self.root / "generation"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b".")
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > GENERATION_ROTATE:
+            write_atomic(path, "")
+
+    def generation(self) -> str:
+        """A tag that changes whenever a job record is created, written or deleted (by any
+        process): one ``stat``, whatever the number of jobs."""
+        try:
+            st = os.stat(self.root / "generation")
+        except FileNotFoundError:
+            return "0"
+        return f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}"
 
     def read_spec(self, job_id: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.job_dir(job_id) / "spec.json").read_bytes())
@@ -96,6 +134,7 @@ class StateStore:
         (tmp / "events.jsonl").touch()
         os.chmod(tmp, 0o700)
         os.rename(tmp, self.job_dir(record.id))
+        self._bump()
 
     def job_ids(self) -> list[str]:
         return sorted(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+
 from tornado import web
 
+from ...backends.jobpages import page, parse_page
 from ...backends.models import (
     FieldWarning,
     JobEventList,
     JobFilter,
-    JobList,
     JobState,
     SubmitResult,
 )
@@ -16,10 +19,37 @@ from ...errors import BadRequest, FieldError
 from ...spec.parse import parse_job
 from .base import PAIHandler
 
+#: Mixed into every ETag: a restarted server (whose counters start again) never matches
+#: a tag the previous one gave.
+_BOOT = secrets.token_hex(8)
+
 
 class JobsHandler(PAIHandler):
     @web.authenticated
     async def get(self) -> None:
+        query = self._filter()
+        paging = parse_page(self.get_argument("limit", None), self.get_argument("continue", None))
+        backend = await self.backend()
+        version = await backend.jobs_version()
+        if version is not None:
+            # Taken before listing, so the tag is never newer than the list it goes with.
+            self.set_header("ETag", self._etag(version, backend.user))
+            if self.check_etag_header():
+                self.set_status(304)
+                self.finish()
+                return
+        # Without a version tornado tags the body itself (and answers 304 after listing).
+        self.send_json(page(await backend.list_jobs(query), paging))
+
+    def _etag(self, version: str, backend_user: str) -> str:
+        """Changes with the jobs (``version``), the query (filters, page) and the user the
+        backend lists for. Not the request's identity: the list does not depend on it, and
+        a bare token gets a fresh anonymous name on every request (no 304 would ever come)."""
+        args = sorted((k, v.decode()) for k, vs in self.request.arguments.items() for v in vs)
+        key = repr((_BOOT, version, backend_user, args)).encode()
+        return '"' + hashlib.blake2b(key, digest_size=16).hexdigest() + '"'
+
+    def _filter(self) -> JobFilter:
         states = [s for v in self.get_arguments("state") for s in v.split(",") if s]
         try:
             parsed_states = [JobState(s.upper()) for s in states] or None
@@ -28,14 +58,12 @@ class JobsHandler(PAIHandler):
                 f"state must be one of {', '.join(s.value for s in JobState)}",
                 [FieldError("state", f"unknown state in {states!r}")],
             ) from None
-        query = JobFilter(
+        return JobFilter(
             vc=self.get_argument("vc", None),
             state=parsed_states,
             user=self.get_argument("user", None),
             keyword=self.get_argument("keyword", None),
         )
-        backend = await self.backend()
-        self.send_json(JobList(items=await backend.list_jobs(query)))
 
     @web.authenticated
     async def post(self) -> None:

@@ -58,6 +58,7 @@ describe('models mirror the server one to one', () => {
       'convert',
       'virtual-clusters',
       'jobs',
+      'job-changes',
       'jobs/{job_id}',
       'jobs/{job_id}/logs',
       'jobs/{job_id}/events',
