@@ -35,13 +35,20 @@ from jupyter_pai.backends.kubernetes.naming import (
     make_names,
 )
 from jupyter_pai.backends.kubernetes.owner import ANN_OWNER, ProcessOwner
-from jupyter_pai.backends.kubernetes.storage import HELPER_LABEL
+from jupyter_pai.backends.kubernetes.storage import HELPER_LABEL, HelperPods
+from jupyter_pai.backends.models import StorageListing
 from jupyter_pai.spec import parse_job
 from tests.cluster import manifests
 from tests.cluster.kwokconfig import RUN_FOR
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, RUNNER, SLEEPER, _cleanup, make_backend
-from tests.kube.test_backend_storage import core_api, drop_volume, helper_pods, make_volume
+from tests.kube.test_backend_storage import (
+    core_api,
+    drop_volume,
+    helper_pods,
+    make_volume,
+    started,
+)
 from tests.server.pai import job_spec
 from tests.server.test_restart import ServerProcess, wait_until
 
@@ -160,6 +167,54 @@ async def test_start_deletes_only_helper_pods_left_by_ended_processes_of_its_use
         assert all(name in remaining for name in kept.values()), "close deleted others' pods"
     finally:
         drop_pods(kube_cluster, made)
+
+
+async def test_a_helper_pod_whose_owner_never_returns_ends_by_itself(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """An owner that cannot be checked (another machine) and never comes back: the pod's
+    server exits after ``exit_after`` seconds without a request, so the pod holds nothing,
+    and the user's next start deletes the ended pod."""
+    volume = make_volume(kube_cluster, tmp_path)
+    try:
+        b = await started(kube_cluster, volume.claim)
+        try:
+            elsewhere = ProcessOwner("another-machine", 1, 0.0)
+            helpers = HelperPods(
+                b._rest(),
+                NS,
+                "alice",
+                "python:3",
+                b.options,
+                idle=600,
+                exit_after=2,
+                owner=elsewhere,
+            )
+            assert isinstance(await helpers.read(volume.claim, "sub"), StorageListing)
+            [pod] = helper_pods(kube_cluster)
+            for helper in helpers.helpers.values():  # as if its process were killed
+                assert helper.reaper is not None
+                helper.reaper.cancel()
+            helpers.helpers.clear()
+            await helpers.close()
+            core = core_api(kube_cluster)
+            deadline = time.monotonic() + 30
+            while core.read_namespaced_pod(pod, NS).status.phase != "Succeeded":
+                assert time.monotonic() < deadline, "the orphaned helper pod keeps running"
+                await asyncio.sleep(0.3)
+            assert "no request for 2 s: exiting" in core.read_namespaced_pod_log(pod, NS)
+        finally:
+            await b.close()
+        assert pod in helper_pods(kube_cluster), "nothing but the next start deletes it"
+        again = make_backend(kube_cluster, "native")
+        await again.start()
+        try:
+            await until_gone(kube_cluster, {pod}, timeout=10)
+        finally:
+            await again.close()
+    finally:
+        drop_pods(kube_cluster, helper_pods(kube_cluster))
+        drop_volume(kube_cluster, volume)
 
 
 def ownerless_secret(cluster: TestCluster, name: str, user: str, job_base: str) -> None:

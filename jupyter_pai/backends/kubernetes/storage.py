@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -45,53 +46,8 @@ MAX_FILE = 16 * 1024 * 1024
 MOUNT = "/storage"
 PORT = 8470
 
-# argv: root, port, max file size; env: PAI_HELPER_TOKEN, POD_IP. Listens on loopback
-# (port-forward connects there inside the pod's network namespace); where the pod IP is
-# itself a loopback address there is no such namespace (the test cluster's pod runner),
-# so it listens on the pod IP instead, never on a shared 127.0.0.1.
-SCRIPT = r"""
-import base64, http.server, json, os, stat, sys, urllib.parse
-root = os.path.realpath(sys.argv[1]); port = int(sys.argv[2]); limit = int(sys.argv[3])
-token = os.environ["PAI_HELPER_TOKEN"]; pod_ip = os.environ.get("POD_IP", "")
-def inside(p):
-    return p == root or p.startswith(root + os.sep)
-def answer(rel):
-    target = os.path.realpath(os.path.join(root, rel))
-    if not inside(target): return {"error": "outside"}, None
-    if not os.path.exists(target): return {"error": "missing"}, None
-    st = os.stat(target)
-    if not stat.S_ISDIR(st.st_mode):
-        if st.st_size > limit: return {"error": "large", "size": st.st_size}, None
-        with open(target, "rb") as f: return None, f.read()
-    entries = []
-    for name in sorted(os.listdir(target)):
-        full = os.path.join(target, name)
-        if not inside(os.path.realpath(full)): continue
-        try: s = os.stat(full)
-        except OSError: continue
-        entries.append({"name": name, "path": os.path.relpath(full, root),
-                        "dir": stat.S_ISDIR(s.st_mode), "size": s.st_size, "mtime": s.st_mtime})
-    return {"entries": entries}, None
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        if self.headers.get("X-Token") != token:
-            doc, data = {"error": "token"}, None
-        else:
-            doc, data = answer(query.get("path", ["."])[0])
-        body = data if data is not None else json.dumps(doc).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream" if data is not None else "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-host = pod_ip if pod_ip.startswith("127.") else "127.0.0.1"
-server = http.server.ThreadingHTTPServer((host, port), Handler)
-print("listening", flush=True)
-server.serve_forever()
-"""
+#: The pod's server, sent as source (the helper image needs only python3).
+SERVER = (Path(__file__).parent / "storage_server.py").read_text()
 
 
 @dataclass
@@ -117,7 +73,10 @@ class HelperPods:
         idle: float = 60.0,
         start_timeout: float = 60.0,
         owner: ProcessOwner | None = None,
+        exit_after: float | None = None,
     ) -> None:
+        """``exit_after``: seconds without a request after which the pod's server exits
+        by itself (default ``idle`` + 60: this process deletes it sooner, if it lives)."""
         self.rest = rest
         self.namespace = namespace
         self.user = user
@@ -125,6 +84,7 @@ class HelperPods:
         self.image = image
         self.options = options
         self.idle = idle
+        self.exit_after = idle + 60.0 if exit_after is None else exit_after
         self.start_timeout = start_timeout
         self.helpers: dict[str, _Helper] = {}
         self._ws: ApiClient | None = None
@@ -139,8 +99,8 @@ class HelperPods:
                 {
                     "name": "main",
                     "image": self.image,
-                    "command": ["python3", "-c", SCRIPT.replace("$", "$$")],
-                    "args": [MOUNT, str(PORT), str(MAX_FILE)],
+                    "command": ["python3", "-c", SERVER.replace("$", "$$")],
+                    "args": [MOUNT, str(PORT), str(MAX_FILE), f"{self.exit_after:g}"],
                     "env": [
                         {"name": "PAI_HELPER_TOKEN", "value": token},
                         {
