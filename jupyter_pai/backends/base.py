@@ -113,7 +113,8 @@ class Backend(LoggingConfigurable):
     async def virtual_clusters(self) -> list[VirtualCluster]: ...
 
     @abc.abstractmethod
-    async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]: ...
+    async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
+        """Newest first: by submission time, then id, both descending (pages rely on it)."""
 
     async def jobs_version(self) -> str | None:
         """A cheap tag that changes whenever any job's summary may have changed (a job

@@ -302,7 +302,7 @@ class JobViews:
             self._derived = {u: d for u, d in self._derived.items() if u in alive}
         if query is not None:
             jobs = [j for j in jobs if query.matches(j)]
-        return sorted(jobs, key=lambda j: j.submission_time, reverse=True)
+        return sorted(jobs, key=lambda j: (j.submission_time, j.id), reverse=True)
 
     # -- virtual clusters ------------------------------------------------------------------
 

@@ -126,6 +126,8 @@ class LocalBackend(Backend):
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
         self._summaries: dict[str, tuple[int, JobRecord]] = {}
         self._listed: tuple[str, list[JobSummary]] | None = None
+        # Each record's summary, made again only when ``_read`` gave a new record.
+        self._made: dict[str, tuple[JobRecord, JobSummary]] = {}
         self.nvml = NvmlGpus()
         self.host_usage = HostUsage()
         self._housekeeper: asyncio.Task[None] | None = None
@@ -181,9 +183,10 @@ class LocalBackend(Backend):
         )
 
     def _read(self, job_id: str) -> JobRecord:
-        path = self.store.job_dir(job_id) / "job.json"
+        # Plain strings, not Path objects: a listing stats every job's record.
+        path = os.path.join(self.store.jobs_dir, job_id, "job.json")
         try:
-            mtime = path.stat().st_mtime_ns
+            mtime = os.stat(path).st_mtime_ns
         except FileNotFoundError:
             raise NotFound(f"no job {job_id!r}") from None
         cached = self._summaries.get(job_id)
@@ -197,7 +200,11 @@ class LocalBackend(Backend):
 
     def _all(self) -> list[JobRecord]:
         records = []
-        for job_id in self.store.job_ids():
+        # Every directory but those being created (".new-…"); one without a record yet is
+        # skipped by ``_read`` (NotFound), so no second stat per job here.
+        for job_id in sorted(os.listdir(self.store.jobs_dir)):
+            if job_id.startswith("."):
+                continue
             with contextlib.suppress(NotFound, ValueError):
                 records.append(self._read(job_id))
         return records
@@ -217,8 +224,15 @@ class LocalBackend(Backend):
         generation = self.store.generation()
         if self._listed is not None and self._listed[0] == generation:
             return self._listed[1]
+        made = self._made
+        self._made = {
+            r.id: made[r.id] if r.id in made and made[r.id][0] is r else (r, summary(r))
+            for r in self._all()
+        }
         jobs = sorted(
-            (summary(r) for r in self._all()), key=lambda j: j.submission_time, reverse=True
+            (s for _, s in self._made.values()),
+            key=lambda j: (j.submission_time, j.id),
+            reverse=True,
         )
         self._listed = (generation, jobs)
         return jobs
