@@ -90,6 +90,9 @@ class RestConnection(Connection):
     ``token``: its API token (sent as ``Authorization: token …``, which also exempts the
     requests from the XSRF check browsers need)."""
 
+    #: Jobs per ``GET jobs`` request when listing.
+    page_size = 500
+
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 30) -> None:
         self.base = url.rstrip("/") + "/" + PREFIX + "/"
         self._headers = {"Authorization": f"token {token}"} if token else {}
@@ -188,10 +191,19 @@ class RestConnection(Connection):
         )
 
     async def list_jobs(self, query: JobFilter) -> list[JobSummary]:
+        """Every job the filters match, read page by page (``continue``): no single answer
+        grows with the number of jobs. A server without pages answers whole at once."""
         params: dict[str, Any] = {"vc": query.vc, "user": query.user, "keyword": query.keyword}
         if query.state:
             params["state"] = ",".join(s.value for s in query.state)
-        return (await self.read(JobList, "GET", "jobs", params=params)).items
+        params["limit"] = self.page_size
+        jobs: list[JobSummary] = []
+        while True:
+            page = await self.read(JobList, "GET", "jobs", params=params)
+            jobs += page.items
+            if not page.continue_:
+                return jobs
+            params["continue"] = page.continue_
 
     async def get_job(self, job_id: str) -> JobDetail:
         return await self.read(JobDetail, "GET", self.job_path(job_id))

@@ -3,11 +3,13 @@ conditional requests (``ETag`` / ``If-None-Match`` → 304), through a real serv
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from jupyter_pai import Client
 from jupyter_pai.backends.local.records import JobRecord
 from jupyter_pai.backends.local.store import StateStore
 from jupyter_pai.backends.models import JobState
@@ -164,3 +166,36 @@ async def test_a_record_written_by_another_process_changes_the_etag(
     store.delete_job(newest)
     gone = await conditional(pai, changed.headers["ETag"])
     assert gone.code == 200 and newest not in {j["id"] for j in gone.json()["items"]}
+
+
+async def test_the_python_client_pages_through_every_job(
+    pai: PAIClient,
+    pai_state_dir: Path,
+    jp_serverapp: Any,
+    http_server_client: Any,
+    jp_http_port: int,
+    jp_base_url: str,
+) -> None:
+    newest_first = seed(pai_state_dir, 7)
+    client = Client(
+        url=f"http://127.0.0.1:{jp_http_port}{jp_base_url}",
+        token=jp_serverapp.identity_provider.token,
+    )
+    connection: Any = client._connection
+    connection.page_size = 3
+    asked: list[dict[str, Any]] = []
+    read = connection.read
+
+    async def counting(model: Any, method: str, path: str, **kwargs: Any) -> Any:
+        asked.append(dict(kwargs.get("params") or {}))
+        return await read(model, method, path, **kwargs)
+
+    connection.read = counting
+    try:
+        listed = await asyncio.to_thread(client.jobs)
+        assert [j.id for j in listed] == newest_first
+        assert len(asked) == 3 and all(p["limit"] == 3 for p in asked), asked
+        alice = await asyncio.to_thread(lambda: client.jobs(user="alice"))
+        assert [j.id for j in alice] == [i for i in newest_first if i.startswith("alice~")]
+    finally:
+        await asyncio.to_thread(client.close)
