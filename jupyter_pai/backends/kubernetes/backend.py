@@ -234,6 +234,8 @@ class KubernetesBackend(Backend):
                 )
         except PAIError as error:
             self.log.warning("jupyter-pai: cannot look for objects left behind: %s", error)
+        except Exception:  # housekeeping: never a reason for close() to fail
+            self.log.exception("jupyter-pai: looking for objects left behind failed")
 
     async def close(self) -> None:
         if self._sweep is not None:
