@@ -167,7 +167,8 @@ export async function requestRaw(
       null
     );
   }
-  if (!response.ok) {
+  // 304 answers a conditional request (`If-None-Match`): the caller's copy holds.
+  if (!response.ok && response.status !== 304) {
     throw await PAIRequestError.fromResponse(response, what);
   }
   return response;
@@ -311,13 +312,37 @@ export class PAIClient {
   }
 
   async jobs(filter: JobFilter = {}): Promise<JobSummary[]> {
+    return (await this.jobsIfChanged(null, filter))?.items ?? [];
+  }
+
+  /**
+   * `GET jobs` as a conditional request: `null` when the server answers 304
+   * (the list tagged `etag` still holds), else the list and its new tag.
+   */
+  async jobsIfChanged(
+    etag: string | null,
+    filter: JobFilter = {}
+  ): Promise<{ items: JobSummary[]; etag: string | null } | null> {
     const query = queryString({
       vc: filter.vc,
       state: filter.state ?? undefined,
       user: filter.user,
       keyword: filter.keyword
     });
-    return (await this.request<JobList>(`jobs${query}`)).items;
+    const init: RequestInit = etag
+      ? { headers: { 'If-None-Match': etag } }
+      : {};
+    const response = await this.raw(`jobs${query}`, init);
+    if (response.status === 304) {
+      return null;
+    }
+    const body = (await response.json()) as JobList;
+    return { items: body.items, etag: response.headers.get('ETag') };
+  }
+
+  /** The URL of the job change stream (server-sent events), token added if any. */
+  jobChangesUrl(): string {
+    return this.downloadUrl('job-changes');
   }
 
   /**

@@ -7,10 +7,12 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { PAIClient, PAIRequestError } from './api';
+import { JobStream, type EventSourceFactory } from './jobstream';
 import {
   isTerminal,
   type Image,
   type Info,
+  type JobChange,
   type JobState,
   type JobSummary,
   type Storage,
@@ -57,8 +59,18 @@ export interface IJobEnded {
 
 export type PanelSection = 'launch' | 'jobs' | 'storage' | 'cluster';
 
+/** Polls while the change stream is up: a safety net, answered 304 mostly. */
+export const STREAMING_POLL_MS = 60 * 1000;
+
 export class PAIModel {
-  constructor(readonly client: PAIClient = new PAIClient()) {
+  /**
+   * @param eventSources how to open the job change stream (`undefined`: the
+   * browser's EventSource; `null`: no stream, poll only).
+   */
+  constructor(
+    readonly client: PAIClient = new PAIClient(),
+    private readonly _eventSources?: EventSourceFactory | null
+  ) {
     this._poll = new Poll({
       auto: false,
       factory: () => this.refresh(),
@@ -122,10 +134,16 @@ export class PAIModel {
 
   private _updateFrequency(): void {
     const interval = Math.max(1, this._settings.refreshInterval) * 1000;
-    this._poll.frequency = {
-      ...this._poll.frequency,
-      interval: this._panelVisible ? interval : Math.max(interval, 30000)
-    };
+    let wanted = this._panelVisible ? interval : Math.max(interval, 30000);
+    if (this.streaming) {
+      wanted = Math.max(wanted, STREAMING_POLL_MS);
+    }
+    this._poll.frequency = { ...this._poll.frequency, interval: wanted };
+  }
+
+  /** Whether job changes arrive over the stream (else the poll finds them). */
+  get streaming(): boolean {
+    return this._stream?.connected ?? false;
   }
 
   get info(): Info | null {
@@ -192,6 +210,54 @@ export class PAIModel {
   async start(): Promise<void> {
     await this.refreshCatalogues();
     void this._poll.start();
+    this._stream = new JobStream({
+      url: this.client.jobChangesUrl(),
+      factory: this._eventSources,
+      onReady: () => {
+        // Subscribed: one list catches what changed before, the stream the rest.
+        this._updateFrequency();
+        void this._poll.refresh();
+      },
+      onChange: change => this.applyChange(change),
+      onDown: () => {
+        this._updateFrequency();
+        void this._poll.refresh();
+      }
+    });
+    this._stream.start();
+  }
+
+  /** A change from the stream: the list updates now, the clusters' use soon. */
+  applyChange(change: JobChange): void {
+    const { job } = change;
+    if (change.type === 'deleted') {
+      this._jobs = this._jobs.filter(j => j.id !== job.id);
+      this._states.delete(job.id);
+    } else {
+      this._noticeEnded([job]);
+      const others = this._jobs.filter(j => j.id !== job.id);
+      // Newest first, as the server lists them.
+      const at = others.findIndex(
+        j =>
+          j.submissionTime < job.submissionTime ||
+          (j.submissionTime === job.submissionTime && j.id < job.id)
+      );
+      others.splice(at < 0 ? others.length : at, 0, job);
+      this._jobs = others;
+    }
+    this._jobsEtag = null; // the next poll reads the list whole
+    this._changed.emit();
+    window.clearTimeout(this._vcTimer);
+    this._vcTimer = window.setTimeout(() => void this._refreshClusters(), 1000);
+  }
+
+  private async _refreshClusters(): Promise<void> {
+    try {
+      this._vcs = await this.client.virtualClusters();
+      this._changed.emit();
+    } catch {
+      // The next poll says what failed.
+    }
   }
 
   /** Refresh now (the refresh button, after a submit or stop). */
@@ -230,16 +296,20 @@ export class PAIModel {
   /** One poll: jobs and virtual clusters. Throws so the poll backs off. */
   async refresh(): Promise<void> {
     try {
-      const [jobs, vcs] = await Promise.all([
-        this.client.jobs(),
+      const [listed, vcs] = await Promise.all([
+        this.client.jobsIfChanged(this._jobsEtag),
         this.client.virtualClusters()
       ]);
       if (this._infoError) {
         // The server came back: read what we could not before.
         void this.refreshCatalogues();
       }
-      this._noticeEnded(jobs);
-      this._jobs = jobs;
+      if (listed) {
+        // Else 304: the list we have still holds.
+        this._noticeEnded(listed.items);
+        this._jobs = listed.items;
+        this._jobsEtag = listed.etag;
+      }
       this._vcs = vcs;
       this._error = null;
       this._loaded = true;
@@ -279,6 +349,7 @@ export class PAIModel {
 
   /** Update one job in the list at once (after stop), before the next poll. */
   updateJob(job: JobSummary): void {
+    this._jobsEtag = null;
     const i = this._jobs.findIndex(j => j.id === job.id);
     if (i >= 0) {
       this._jobs = [...this._jobs];
@@ -290,6 +361,8 @@ export class PAIModel {
   }
 
   dispose(): void {
+    this._stream?.dispose();
+    window.clearTimeout(this._vcTimer);
     this._poll.dispose();
     Signal.clearData(this);
   }
@@ -318,6 +391,9 @@ export class PAIModel {
   private _images: Image[] = [];
   private _storages: Storage[] = [];
   private _jobs: JobSummary[] = [];
+  private _jobsEtag: string | null = null;
+  private _stream: JobStream | null = null;
+  private _vcTimer = 0;
   private _loaded = false;
   private _error: string | null = null;
   private _lastRefresh: Date | null = null;

@@ -97,3 +97,88 @@ describe('PAIModel', () => {
     model.dispose();
   });
 });
+
+describe('PAIModel with conditional requests and the change stream', () => {
+  it('sends the last ETag and keeps its list on a 304', async () => {
+    const jobs = [job('a', 'RUNNING')];
+    let etag = '"v1"';
+    const { server, model } = setup();
+    server.on('GET', 'pai/api/jobs', request => {
+      if (request.headers.get('If-None-Match') === etag) {
+        return new Response(null, { status: 304, headers: { ETag: etag } });
+      }
+      return new Response(JSON.stringify({ items: jobs, total: jobs.length }), {
+        headers: { 'Content-Type': 'application/json', ETag: etag }
+      });
+    });
+    await model.refresh();
+    await model.refresh();
+    const sent = server.requests
+      .filter(r => r.path === 'pai/api/jobs')
+      .map(r => r.headers.get('If-None-Match'));
+    expect(sent).toEqual([null, '"v1"']);
+    expect(model.jobs.map(j => j.id)).toEqual(['a']);
+
+    jobs[0] = job('a', 'SUCCEEDED');
+    etag = '"v2"';
+    await model.refresh();
+    expect(model.jobs.map(j => j.state)).toEqual(['SUCCEEDED']);
+    model.dispose();
+  });
+
+  it('applies changes from the stream and tells when my job ends', async () => {
+    const sources: { url: string; fire: (type: string, data: any) => void }[] =
+      [];
+    const { server, model, jobs } = setup();
+    const streamed = new PAIModel(new PAIClient(server.settings), url => {
+      const listeners = new Map<string, (e: MessageEvent) => void>();
+      sources.push({
+        url,
+        fire: (type, data) =>
+          listeners.get(type)?.({ data: JSON.stringify(data) } as MessageEvent)
+      });
+      return {
+        onerror: null,
+        addEventListener: (type: string, l: (e: MessageEvent) => void) =>
+          listeners.set(type, l),
+        close: () => undefined
+      };
+    });
+    model.dispose();
+    jobs.push({
+      ...job('old', 'SUCCEEDED'),
+      submissionTime: '2024-04-01T00:00:00Z'
+    });
+    await streamed.start();
+    expect(sources.map(s => s.url)).toEqual([
+      'http://localhost:8888/lab-base/pai/api/job-changes'
+    ]);
+    expect(streamed.streaming).toBe(false);
+    sources[0].fire('ready', {});
+    expect(streamed.streaming).toBe(true);
+    await streamed.refreshNow();
+    expect(streamed.jobs.map(j => j.id)).toEqual(['old']);
+
+    const ended: IJobEnded[] = [];
+    streamed.jobEnded.connect((_, e) => ended.push(e));
+    sources[0].fire('added', { type: 'added', job: job('new', 'RUNNING') });
+    expect(streamed.jobs.map(j => j.id)).toEqual(['new', 'old']);
+    sources[0].fire('modified', {
+      type: 'modified',
+      job: job('new', 'SUCCEEDED')
+    });
+    expect(streamed.jobs.map(j => [j.id, j.state])).toEqual([
+      ['new', 'SUCCEEDED'],
+      ['old', 'SUCCEEDED']
+    ]);
+    expect(ended.map(e => [e.job.id, e.previous])).toEqual([
+      ['new', 'RUNNING']
+    ]);
+    sources[0].fire('deleted', {
+      type: 'deleted',
+      job: job('old', 'SUCCEEDED')
+    });
+    expect(streamed.jobs.map(j => j.id)).toEqual(['new']);
+    streamed.dispose();
+  });
+});
