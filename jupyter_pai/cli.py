@@ -276,7 +276,7 @@ async def jobs(backend: Backend, args: argparse.Namespace) -> int:
         JobFilter(vc=args.vc, state=states, user=args.user, keyword=args.keyword)
     )
     if args.json:
-        emit(JobList(items=found))  # the REST API's envelope
+        emit(JobList(items=found, total=len(found)))  # the REST API's envelope, one page
         return 0
     rows = [["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]]
     rows += [job_row(j) for j in found]
