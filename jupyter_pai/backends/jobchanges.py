@@ -131,6 +131,6 @@ def diff(before: dict[str, JobSummary], after: dict[str, JobSummary]) -> list[Jo
         old = before.get(job_id)
         if old is None:
             changes.append(JobChange(type="added", job=job))
-        elif old != job:
+        elif old is not job and old != job:  # backends reuse unchanged summaries
             changes.append(JobChange(type="modified", job=job))
     return changes
