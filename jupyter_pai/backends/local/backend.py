@@ -187,7 +187,7 @@ class LocalBackend(Backend):
         path = os.path.join(self.store.jobs_dir, job_id, "job.json")
         try:
             mtime = os.stat(path).st_mtime_ns
-        except FileNotFoundError:
+        except (OSError, ValueError):  # absent, or no possible name (too long, a NUL)
             raise NotFound(f"no job {job_id!r}") from None
         cached = self._summaries.get(job_id)
         # Only an ended job's record never changes again; file times are too coarse (a few
