@@ -30,7 +30,10 @@ def locate(working_dir: str, relative: str) -> tuple[Path, Path]:
     """The server's root and the notebook ``relative`` under it (refusing anything that
     leaves it; links resolved)."""
     root = Path(working_dir).resolve()
-    path = (root / relative.lstrip("/")).resolve()
+    try:
+        path = (root / relative.lstrip("/")).resolve()
+    except (OSError, ValueError):  # a NUL byte, a name too long: no file is called that
+        raise BadRequest("no such notebook", [FieldError("path", relative)]) from None
     if path != root and root not in path.parents:
         raise BadRequest("path leaves the server's root", [FieldError("path", relative)])
     if path.suffix != ".ipynb":
