@@ -47,3 +47,24 @@ def test_the_job_list_follows_the_change_stream(page: Any, jobs: Lab) -> None:
     shot(page, "job-stream-2-succeeded")
     assert jobs.job(job["id"])["state"] == "SUCCEEDED"
     assert listed[before:] == [], f"the list was polled, not streamed: {listed[before:]}"
+
+
+def test_without_the_stream_the_job_list_polls(page: Any, jobs: Lab) -> None:
+    """The stream refused (a proxy that drops it): the panel keeps its list current by
+    polling, and keeps trying the stream with backoff."""
+    tries: list[str] = []
+
+    def refuse(route: Any) -> None:
+        tries.append(route.request.url)
+        route.abort()
+
+    page.route("**/pai/api/job-changes*", refuse)
+    page.reload()
+    open_panel(page, "jobs")
+    name = f"ui-polled-{int(time.time())}"
+    jobs.submit(name, "sleep 3; echo done")
+    state = job_row(page, name).locator(".jp-PAI-col-state")
+    # The poll (every 5 s by default) finds it and its end.
+    expect(state).to_have_text("SUCCEEDED", timeout=30_000)
+    shot(page, "job-stream-3-polled")
+    assert len(tries) >= 2, f"the stream was not tried again: {tries}"
