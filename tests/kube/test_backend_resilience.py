@@ -187,8 +187,13 @@ async def test_apiserver_outage_is_503_then_the_list_is_current_again(
             await b.get_job(doomed)
         assert (await b.get_job(kept)).state == JobState.RUNNING
         # The directly created job is followed by the watches like any other.
+        # A job is RUNNING once one task runs; a gang's binds land one by one, so wait for
+        # every task's node (once, 30 s after a SIGKILL, one bind came after RUNNING).
         running = await wait_for(
-            b, direct, lambda d: d.state == JobState.RUNNING, CLUSTER_RECOVERY_SECONDS
+            b,
+            direct,
+            lambda d: d.state == JobState.RUNNING and all(t.node for t in d.tasks),
+            CLUSTER_RECOVERY_SECONDS,
         )
         prompted = [e for e in await b.events(direct) if "command SyncJob" in e.message]
         print(
