@@ -32,7 +32,25 @@ TOKEN = "list-jobs-benchmark"
 ENDED = [JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED]
 
 
-def seed(state_dir: Path, count: int) -> None:
+def seed_spec(name: str, gpu: int) -> dict[str, object]:
+    """The protocol v2 spec a seeded job was submitted with (what ``GET jobs/{id}`` reads)."""
+    return {
+        "protocolVersion": 2,
+        "name": name,
+        "type": "job",
+        "taskRoles": {
+            "worker": {
+                "instances": 2,
+                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": gpu},
+                "commands": ["python train.py"],
+            }
+        },
+    }
+
+
+def seed(state_dir: Path, count: int, log_lines: int = 0, logged: int = 0) -> None:
+    """``count`` ended jobs of 50 users; the first ``logged`` have task logs of
+    ``log_lines`` lines."""
     store = StateStore(state_dir)
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     for i in range(count):
@@ -49,7 +67,7 @@ def seed(state_dir: Path, count: int) -> None:
             launched_time=when + timedelta(seconds=3),
             completed_time=when + timedelta(seconds=60),
             exit_code=0 if state is JobState.SUCCEEDED else 1,
-            total_gpus=i % 4,
+            total_gpus=2 * (i % 2),
             total_tasks=2,
             total_roles=1,
             working_dir=str(state_dir),
@@ -58,7 +76,13 @@ def seed(state_dir: Path, count: int) -> None:
                 for k in range(2)
             ],
         )
-        store.create_job(rec, {"name": rec.name})
+        store.create_job(rec, seed_spec(rec.name, i % 2))
+        if i < logged:
+            text = "".join(f"step {n}: loss {1 / (n + 1):.4f}\n" for n in range(log_lines))
+            for k in range(2):
+                path = store.log_path(rec.id, "worker", k)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
 
 
 def free_port() -> int:
@@ -84,7 +108,11 @@ def start_server(state_dir: Path, root: Path, port: int) -> subprocess.Popen[byt
         "--ServerApp.log_level=WARN",
         "--allow-root",
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Its log goes to a file: a pipe nobody reads fills up under load (a warning per 404)
+    # and then blocks the server.
+    log = state_dir.parent / "server.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=sink)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -95,8 +123,8 @@ def start_server(state_dir: Path, root: Path, port: int) -> subprocess.Popen[byt
         except OSError:
             time.sleep(0.2)
     proc.kill()
-    _, err = proc.communicate()
-    raise SystemExit(f"the Jupyter server did not start: {err.decode()[-2000:]}")
+    proc.wait()
+    raise SystemExit(f"the Jupyter server did not start: {log.read_text()[-2000:]}")
 
 
 class Client:
