@@ -3,6 +3,7 @@ into ``{"message", "errors"}`` with their own status — never a bare 500 page."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -91,3 +92,15 @@ class PAIHandler(APIHandler):
             )
             return
         super().log_exception(typ, value, tb)
+
+
+class StreamingHandler(PAIHandler):
+    """A handler whose answer streams until the client goes: ``_gone`` is set when the
+    connection closes, so the stream stops at once instead of at its next write."""
+
+    def initialize(self) -> None:
+        self._gone = asyncio.Event()
+
+    def on_connection_close(self) -> None:
+        self._gone.set()
+        super().on_connection_close()

@@ -16,7 +16,7 @@ from tornado.iostream import StreamClosedError
 from ...backends.jobchanges import Subscription
 from ...backends.models import JobFilter
 from ...errors import BadRequest, FieldError
-from .base import PAIHandler
+from .base import StreamingHandler
 
 HEARTBEAT = 15.0
 MAX_SECONDS = 24 * 3600.0
@@ -37,14 +37,7 @@ def _seconds(raw: str | None) -> float | None:
     return value
 
 
-class JobChangesHandler(PAIHandler):
-    def initialize(self) -> None:
-        self._gone = asyncio.Event()
-
-    def on_connection_close(self) -> None:
-        self._gone.set()
-        super().on_connection_close()
-
+class JobChangesHandler(StreamingHandler):
     @web.authenticated
     async def get(self) -> None:
         timeout = _seconds(self.get_argument("timeout", None))

@@ -12,7 +12,7 @@ from tornado.iostream import StreamClosedError
 
 from ...backends.base import LogQuery
 from ...errors import BadRequest, FieldError
-from .base import PAIHandler
+from .base import PAIHandler, StreamingHandler
 
 
 def _int_arg(handler: PAIHandler, name: str, *, minimum: int = 0) -> int | None:
@@ -52,14 +52,7 @@ async def _until(chunks: AsyncIterator[bytes], gone: asyncio.Event) -> AsyncIter
         waiter.cancel()
 
 
-class JobLogsHandler(PAIHandler):
-    def initialize(self) -> None:
-        self._gone = asyncio.Event()
-
-    def on_connection_close(self) -> None:
-        self._gone.set()
-        super().on_connection_close()
-
+class JobLogsHandler(StreamingHandler):
     @web.authenticated
     async def get(self, job_id: str) -> None:
         query = LogQuery(
