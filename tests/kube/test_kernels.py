@@ -100,6 +100,19 @@ async def used_gpus(b: KubernetesBackend, vc: str = "default") -> int:
     return next(v.used.gpu for v in await b.virtual_clusters() if v.name == vc)
 
 
+async def used_gpus_become(
+    b: KubernetesBackend, expected: int, vc: str = "default", timeout: float = 15
+) -> int:
+    """The VC's GPUs in use once they are ``expected``, or as they are at ``timeout``:
+    Kueue writes a ClusterQueue's usage a moment after it admits (0 once, in a run)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        used = await used_gpus(b, vc)
+        if used == expected or time.monotonic() > deadline:
+            return used
+        await asyncio.sleep(0.3)
+
+
 # -- conformance -----------------------------------------------------------------------
 
 
@@ -176,13 +189,13 @@ async def test_restart_keeps_the_pod_and_its_gpus(
         job_id = km.provisioner.job_id  # type: ignore[union-attr]
         before, _ = await run(km, "x = 1; " + IDENTITY)
         pod = await the_pod(kernels, job_id)
-        assert await used_gpus(kernels) == 1
+        assert await used_gpus_become(kernels, 1) == 1
         await km.restart_kernel()
         after, _ = await run(km, IDENTITY)
         assert before.split()[0] != after.split()[0], "a new kernel process"
         assert after.split()[1:] == [job_id, "-", "False"]
         assert await the_pod(kernels, job_id) == pod, "the same pod: no new trip through the queue"
-        assert await used_gpus(kernels) == 1
+        assert await used_gpus_become(kernels, 1) == 1
     finally:
         await km.shutdown_kernel()
 
