@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from .naming import LABEL_JOB, LABEL_USER, label_value
-from .resources import SECRET, SERVICE, Kind
+from .resources import SECRET, SERVICE, Kind, owner_reference
 from .rest import Obj, Rest, path
 
 #: The kinds a flavour may create before its primary.
@@ -53,14 +53,7 @@ async def finish_interrupted(
             if primary is None:
                 await rest.delete(kind, namespace, meta["name"])
             else:
-                owner = {
-                    "apiVersion": primary_kind.api_version,
-                    "kind": primary_kind.kind,
-                    "name": primary["metadata"]["name"],
-                    "uid": primary["metadata"]["uid"],
-                    "blockOwnerDeletion": False,
-                }
-                body = {"metadata": {"ownerReferences": [owner]}}
+                body = {"metadata": {"ownerReferences": [owner_reference(primary, primary_kind)]}}
                 await rest.patch(kind, namespace, meta["name"], body)
             done.append(f"{kind.kind}/{meta['name']}")
     return done

@@ -23,22 +23,12 @@ from ..models import JobState
 from .flavors import StopStep
 from .jobviews import OWNED, Derived, JobViews
 from .naming import ANN_OUTCOME, ANN_STOP, LABEL_JOB, JobNames
-from .resources import POD, kind_of
+from .resources import POD, kind_of, owner_reference
 from .rest import ApiError, Obj, Rest, path, typed
 from .states import JobView, now
 
 #: How long a job may look forgotten by its controller before it is prompted.
 RESYNC_SECONDS = 10.0
-
-
-def _owner(obj: Obj) -> dict[str, Any]:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "blockOwnerDeletion": False,
-    }
 
 
 class JobLifecycle:
@@ -116,7 +106,7 @@ class JobLifecycle:
                 body = json.loads(json.dumps(manifest))
                 body["metadata"]["namespace"] = ns
                 if primary is not None:
-                    body["metadata"]["ownerReferences"] = [_owner(primary)]
+                    body["metadata"]["ownerReferences"] = [owner_reference(primary)]
                 try:
                     obj = await rest.create(kind_of(body), ns, body)
                 except ApiError as error:
@@ -136,7 +126,7 @@ class JobLifecycle:
                             kind_of(earlier),
                             ns,
                             earlier["metadata"]["name"],
-                            {"metadata": {"ownerReferences": [_owner(primary)]}},
+                            {"metadata": {"ownerReferences": [owner_reference(primary)]}},
                         )
         except BaseException:
             for obj in reversed(created):

@@ -32,7 +32,7 @@ from .naming import (
     JobNames,
     base_labels,
 )
-from .resources import CONFIG_MAP
+from .resources import CONFIG_MAP, owner_reference
 from .rest import ApiError, Obj, Rest
 from .states import VOLCANO_ENDING
 
@@ -72,7 +72,6 @@ def archive_manifest(
     """``where``: the pod's (role slug, index), as the flavour reads them."""
     labels = pod["metadata"].get("labels") or {}
     dropped = max(0, len(log) - KEEP_BYTES)
-    meta = primary["metadata"]
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -89,15 +88,7 @@ def archive_manifest(
                 ANN_POD_CREATED: pod["metadata"].get("creationTimestamp") or "",
                 ANN_DROPPED: str(dropped),
             },
-            "ownerReferences": [
-                {
-                    "apiVersion": primary["apiVersion"],
-                    "kind": primary["kind"],
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [owner_reference(primary)],
         },
         "binaryData": {"log": base64.b64encode(log[dropped:]).decode()},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -73,3 +74,17 @@ BY_KIND = {
 
 def kind_of(manifest: dict[str, object]) -> Kind:
     return BY_KIND[(str(manifest["apiVersion"]), str(manifest["kind"]))]
+
+
+def owner_reference(obj: dict[str, Any], kind: Kind | None = None) -> dict[str, Any]:
+    """A reference making ``obj`` (of ``kind``, else its own apiVersion and kind: a list's
+    items carry neither) the owner of another object, which the garbage collector then
+    deletes with it; not blocking the owner's deletion."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": kind.api_version if kind else obj["apiVersion"],
+        "kind": kind.kind if kind else obj["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "blockOwnerDeletion": False,
+    }
