@@ -6,11 +6,8 @@ polling each job's utilisation costs Prometheus nothing more per job."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
-
-import aiohttp
 
 from ..utilisation import GpuReading
 from . import promql
@@ -50,18 +47,19 @@ class PrometheusGpus:
         return await self.cache.get()
 
     async def _refresh(self) -> GpuSnapshot:
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
         names = self._queries()
+        self.queries += len(names)
         try:
-            async with aiohttp.ClientSession(timeout=timeout) as session:
-                answers = await asyncio.gather(*(self._query(session, q) for q in names.values()))
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
+            answers = await promql.instant_all(self.url, names, self.timeout)
+        except promql.NoAnswer as error:
             # An unreachable Prometheus is remembered for ttl too: no hammering it.
-            return GpuSnapshot(note=promql.unreachable(self.url, error))
+            return GpuSnapshot(note=str(error))
         by_gpu: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-        for key, series in zip(names, answers, strict=True):
-            for pod, gpu, value in series:
-                by_gpu[(pod, gpu)][key] = value
+        for key, samples in answers.items():
+            for labels, value in samples:
+                pod = labels.get("pod") or labels.get("exported_pod")
+                if pod:
+                    by_gpu[(pod, labels.get("gpu") or labels.get("UUID") or "")][key] = value
         pods: dict[str, list[GpuReading]] = defaultdict(list)
         for (pod, _), v in sorted(by_gpu.items()):
             pods[pod].append(
@@ -73,15 +71,3 @@ class PrometheusGpus:
                 )
             )
         return GpuSnapshot(pods=dict(pods))
-
-    async def _query(
-        self, session: aiohttp.ClientSession, query: str
-    ) -> list[tuple[str, str, float]]:
-        """(pod, gpu, value) of an instant query's vector."""
-        self.queries += 1
-        out = []
-        for labels, value in await promql.instant(session, self.url, query):
-            pod = labels.get("pod") or labels.get("exported_pod")
-            if pod:
-                out.append((pod, labels.get("gpu") or labels.get("UUID") or "", value))
-        return out

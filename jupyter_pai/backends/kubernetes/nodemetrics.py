@@ -9,12 +9,9 @@ dcgm-exporter sets), else the host of ``instance`` against the node's name and a
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-import aiohttp
 
 from ..models import NodeResources
 from . import promql
@@ -96,18 +93,14 @@ class PrometheusNodes:
         return await self.cache.get()
 
     async def _refresh(self) -> NodeSnapshot:
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        self.queries += len(QUERIES)
         try:
-            async with aiohttp.ClientSession(timeout=timeout) as session:
-                self.queries += len(QUERIES)
-                answers = await asyncio.gather(
-                    *(promql.instant(session, self.url, q) for q in QUERIES.values())
-                )
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
+            answers = await promql.instant_all(self.url, QUERIES, self.timeout)
+        except promql.NoAnswer as error:
             # Remembered for ttl as well: an unreachable Prometheus is not asked each poll.
-            return NodeSnapshot(note=promql.unreachable(self.url, error))
+            return NodeSnapshot(note=str(error))
         series = {
-            metric: [(series_keys(labels), value) for labels, value in answer]
-            for metric, answer in zip(QUERIES, answers, strict=True)
+            metric: [(series_keys(labels), value) for labels, value in samples]
+            for metric, samples in answers.items()
         }
         return NodeSnapshot(series=series)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import aiohttp
@@ -49,6 +49,19 @@ async def instant(session: aiohttp.ClientSession, url: str, query: str) -> list[
     ]
 
 
-def unreachable(url: str, error: BaseException) -> str:
-    """The note for a Prometheus that did not answer."""
-    return f"Prometheus at {url} did not answer: {str(error) or type(error).__name__}"
+class NoAnswer(Exception):
+    """Prometheus could not be asked; the message is the note to show instead of figures."""
+
+
+async def instant_all(
+    url: str, queries: Mapping[str, str], timeout: float
+) -> dict[str, list[Sample]]:
+    """Each named query's samples, the queries sent at once over one session. Raises
+    :class:`NoAnswer` when Prometheus cannot be reached or refuses one."""
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+            answers = await asyncio.gather(*(instant(session, url, q) for q in queries.values()))
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as error:
+        reason = str(error) or type(error).__name__
+        raise NoAnswer(f"Prometheus at {url} did not answer: {reason}") from None
+    return dict(zip(queries, answers, strict=True))
