@@ -12,6 +12,7 @@ connection on 127.0.0.1 (server time plus a little HTTP). Goals: page ≤ 10 ms,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -154,16 +156,26 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=200)
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="pai-list-bench-") as tmp:
+    with seeded_server(args.jobs) as (state, port, _):
+        run(Client(port), state, args.jobs, args.rounds)
+
+
+@contextlib.contextmanager
+def seeded_server(
+    jobs: int, log_lines: int = 0, logged: int = 0
+) -> Iterator[tuple[Path, int, subprocess.Popen[bytes]]]:
+    """A real Jupyter server on the local backend over a fresh state directory seeded with
+    ``jobs`` ended jobs (:func:`seed`): (state directory, port, server process)."""
+    with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp:
         state, root = Path(tmp) / "state", Path(tmp) / "root"
         root.mkdir()
         t = time.perf_counter()
-        seed(state, args.jobs)
-        print(f"seeded {args.jobs} job records in {time.perf_counter() - t:.1f} s")
+        seed(state, jobs, log_lines=log_lines, logged=logged)
+        print(f"seeded {jobs} job records in {time.perf_counter() - t:.1f} s")
         port = free_port()
         server = start_server(state, root, port)
         try:
-            run(Client(port), state, args.jobs, args.rounds)
+            yield state, port, server
         finally:
             server.terminate()
             server.wait(timeout=30)

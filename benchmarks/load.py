@@ -17,15 +17,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import tempfile
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import aiohttp
 import psutil
 
-from benchmarks.list_jobs import TOKEN, free_port, seed, start_server, stats
+from benchmarks.list_jobs import TOKEN, seeded_server, stats
 
 GOAL_P99_MS, GOAL_RSS_MB = 200.0, 200.0
 LOGGED = 200  # seeded jobs with logs (1,000 lines per task)
@@ -161,17 +159,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=5000)
     ap.add_argument("--seconds", type=float, default=60.0)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="pai-load-bench-") as tmp:
-        state, root = Path(tmp) / "state", Path(tmp) / "root"
-        root.mkdir()
-        seed(state, args.jobs, log_lines=1000, logged=LOGGED)
-        port = free_port()
-        server = start_server(state, root, port)
-        try:
-            asyncio.run(run(port, server.pid, args.jobs, args.seconds))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    with seeded_server(args.jobs, log_lines=1000, logged=LOGGED) as (_, port, server):
+        asyncio.run(run(port, server.pid, args.jobs, args.seconds))
 
 
 if __name__ == "__main__":
