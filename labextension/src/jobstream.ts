@@ -88,9 +88,7 @@ export class JobStream {
     // Our own backoff instead of EventSource's fixed retry.
     this._source?.close();
     this._source = null;
-    if (this._connected) {
-      this._connected = false;
-    }
+    this._connected = false;
     this._options.onDown();
     if (this._disposed) {
       return;

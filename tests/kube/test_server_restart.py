@@ -41,7 +41,7 @@ from jupyter_pai.spec import parse_job
 from tests.cluster import manifests
 from tests.cluster.kwokconfig import RUN_FOR
 from tests.cluster.pytest_plugin import TestCluster
-from tests.kube.test_backend_jobs import GPU_POOL, NS, RUNNER, SLEEPER, _cleanup, make_backend
+from tests.kube.test_backend_jobs import GPU_POOL, NS, SLEEPER, _cleanup, make_backend
 from tests.kube.test_backend_storage import (
     core_api,
     drop_volume,
@@ -49,6 +49,7 @@ from tests.kube.test_backend_storage import (
     make_volume,
     started,
 )
+from tests.kube.test_kernels import backend_config
 from tests.server.pai import job_spec
 from tests.server.test_restart import ServerProcess, wait_until
 
@@ -292,15 +293,7 @@ def server_env(cluster: TestCluster, flavor: str, tmp_path: Path) -> dict[str, s
     """The Kubernetes backend as alice, her pods on the runner node (as the REST tests')."""
     config_dir = tmp_path / "jupyter-config"
     config_dir.mkdir()
-    config = {
-        "PAIConfig": {"backend": "kubernetes"},
-        "KubernetesBackend": {
-            "kubeconfig": str(cluster.user_kubeconfigs["alice"]),
-            "flavor": flavor,
-            "user": "alice",
-            "node_selector": RUNNER,
-        },
-    }
+    config = backend_config(cluster, flavor)
     (config_dir / "jupyter_server_config.json").write_text(json.dumps(config))
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_PAI")},
