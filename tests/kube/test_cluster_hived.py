@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.models import JobState
-from jupyter_pai.errors import SpecError
+from jupyter_pai.errors import SpecError, Unavailable
 from jupyter_pai.spec import parse_job
 from tests.cluster import kube
 from tests.cluster.pytest_plugin import TestCluster
@@ -39,15 +41,23 @@ taskRoles:
 ISOLATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
 
 
-def test_hived_serves_the_vcs_built_from_the_nodes(kube_cluster: TestCluster) -> None:
-    config = (Path(kube_cluster.state.directory) / "hived" / "hivedscheduler.yaml").read_text()
+def hived_url(cluster: TestCluster) -> str:
+    """HiveD's web server, from the configuration the test cluster wrote."""
+    config = (Path(cluster.state.directory) / "hived" / "hivedscheduler.yaml").read_text()
     address = next(
         line.split(":", 1)[1].strip() for line in config.splitlines() if "webServerAddress" in line
     )
-    url = f"http://{address}/v1/inspect/clusterstatus/virtualclusters/"
+    return f"http://{address}"
+
+
+def hived_status(cluster: TestCluster) -> dict[str, Any]:
+    url = f"{hived_url(cluster)}/v1/inspect/clusterstatus/virtualclusters/"
     with urllib.request.urlopen(url, timeout=5) as response:
-        vcs = json.loads(response.read())
-    assert sorted(vcs) == ["default", "research"]
+        return dict(json.loads(response.read()))
+
+
+def test_hived_serves_the_vcs_built_from_the_nodes(kube_cluster: TestCluster) -> None:
+    assert sorted(hived_status(kube_cluster)) == ["default", "research"]
 
 
 async def test_a_hived_jobs_tasks_see_the_gpus_hived_bound(kube_cluster: TestCluster) -> None:
@@ -111,5 +121,70 @@ async def test_a_task_without_gpus_is_refused_at_submission(kube_cluster: TestCl
         assert refused.value.errors[0].path == "taskRoles.worker.resourcePerInstance.gpu"
         assert "at least 1 GPU" in refused.value.errors[0].message
         assert not await b.list_jobs()  # nothing half-created
+    finally:
+        await b.close()
+
+
+async def test_the_vcs_listed_and_checked_are_hiveds_with_their_cells_in_use(
+    kube_cluster: TestCluster,
+) -> None:
+    """With ``hived_url`` the VC rows are HiveD's (GPUs = the VC's leaf cells, used = those
+    bound to pods), and a submission is checked against them: an unknown VC or more GPUs
+    than the VC has are refused at once, naming the field, with nothing created."""
+    _cleanup(kube_cluster, NS)
+    b = make_backend(kube_cluster, "hived", node_selector=RUNNER, hived_url=hived_url(kube_cluster))
+    await b.start()
+    try:
+        gpu_nodes = len(kube_cluster.gpu_nodes)
+        rows = {v.name: v for v in await b.virtual_clusters()}
+        assert sorted(rows) == ["default", "research"]
+        # research: one 8-GPU node; default: the other GPU nodes and the runner's 4 GPUs.
+        assert rows["research"].capacity.gpu == 8
+        assert rows["default"].capacity.gpu == (gpu_nodes - 1) * 8 + 4
+        assert rows["default"].used.gpu == rows["research"].used.gpu == 0
+        assert "HiveD virtual cluster: 8 DT cells" == rows["research"].description
+
+        job = parse_job(PRINTS_GPUS.format(name="cells", vc="default", n=2, gpu=2, seconds=20)).job
+        submitted = await b.submit(job)
+        await wait_for(
+            b, submitted.id, lambda d: all(t.node for t in d.tasks) or d.state.terminal, 60
+        )
+        # HiveD's answer is reused for 2 s, so the rows catch up within a few seconds.
+        deadline = time.monotonic() + 10
+        while True:
+            rows = {v.name: v for v in await b.virtual_clusters()}
+            if rows["default"].used.gpu == 4 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert rows["default"].used.gpu == 4, (rows["default"], hived_status(kube_cluster))
+        assert rows["default"].free.gpu == rows["default"].capacity.gpu - 4
+        assert rows["default"].running_jobs == 1
+        assert rows["research"].used.gpu == 0
+
+        for vc, gpu, path, words in (
+            ("nope", 1, "defaults.virtualCluster", "choose one of default, research"),
+            ("research", 8, "taskRoles.worker.resourcePerInstance.gpu", "has 8"),
+        ):
+            refused_job = parse_job(
+                PRINTS_GPUS.format(name="refused", vc=vc, n=2, gpu=gpu, seconds=1)
+            )
+            with pytest.raises(SpecError) as refused:
+                await b.submit(refused_job.job)
+            assert refused.value.errors[0].path == path
+            assert words in refused.value.errors[0].message, refused.value.errors[0].message
+        assert [j.id for j in await b.list_jobs()] == [submitted.id]  # nothing half-created
+    finally:
+        await b.close()
+        _cleanup(kube_cluster, NS)
+
+
+async def test_an_unreachable_hived_is_named_with_the_setting_to_check(
+    kube_cluster: TestCluster,
+) -> None:
+    b = make_backend(kube_cluster, "hived", hived_url="http://127.0.0.1:9")
+    await b.start()
+    try:
+        with pytest.raises(Unavailable, match=r"cannot be read.*KubernetesBackend\.hived_url"):
+            await b.virtual_clusters()
     finally:
         await b.close()

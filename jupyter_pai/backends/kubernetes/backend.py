@@ -142,6 +142,17 @@ class KubernetesBackend(Backend):
     def _default_prometheus_url(self) -> str:
         return os.environ.get("JUPYTER_PAI_PROMETHEUS_URL", "")
 
+    hived_url = Unicode(
+        help="""hived flavour: HiveD's web server (``webServerAddress`` of its config, e.g.
+        ``http://hivedscheduler.pai:30096``), whose virtual clusters and cells are listed
+        and checked at submission; empty: VC names are not checked (HiveD refuses unknown
+        ones). Default: $JUPYTER_PAI_HIVED_URL.""",
+    ).tag(config=True)
+
+    @default("hived_url")
+    def _default_hived_url(self) -> str:
+        return os.environ.get("JUPYTER_PAI_HIVED_URL", "")
+
     utilisation_cache_seconds = Float(
         10.0,
         help="""Seconds Prometheus's answers are reused: every job's utilisation comes
@@ -162,7 +173,7 @@ class KubernetesBackend(Backend):
             master_port=self.master_port,
         )
         self.engine: Flavor = FLAVORS[self.flavor](
-            self.options, priority_prefix=self.vc_priority_prefix
+            self.options, priority_prefix=self.vc_priority_prefix, hived_url=self.hived_url
         )
         self.views = JobViews(self.engine, self.namespace)
         self.cache = self.views.cache
@@ -285,6 +296,7 @@ class KubernetesBackend(Backend):
     async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:
         self.cache.check()
         self.check_runtime_plugins(job)
+        await self.engine.refresh()
         self.lifecycle.check(job, self.allowed_virtual_clusters)
         names = make_names(job, self.user)
         if self.views.taken(names.job_id):
@@ -374,6 +386,7 @@ class KubernetesBackend(Backend):
 
     async def virtual_clusters(self) -> list[VirtualCluster]:
         self.cache.check()
+        await self.engine.refresh()
         jobs = await self.list_jobs()
         cluster = await self._cluster_total()
         return self.views.virtual_clusters(jobs, cluster, self.allowed_virtual_clusters)

@@ -110,6 +110,11 @@ class Flavor:
     def peer_host(self, names: JobNames, role: str, index: int) -> str:
         return default_peer_host(names, role, index)
 
+    async def refresh(self) -> None:
+        """Re-read what the scheduler keeps outside the API server (HiveD's cells), before
+        virtual clusters are listed or a job checked. The only hook that may do I/O; the
+        API server's objects need none, they come from the watch cache."""
+
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         raise NotImplementedError
 

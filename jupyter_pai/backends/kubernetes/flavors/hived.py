@@ -3,7 +3,8 @@
 and the priority class of ``extras.hivedScheduler.jobPriorityClass``. HiveD, not the GPU
 device plugin, picks the GPUs; the container sees them through the isolation annotation.
 
-A ConfigMap stands for the job (HiveD has no job object); stop deletes the pods.
+A ConfigMap stands for the job (HiveD has no job object); stop deletes the pods. The
+virtual clusters are HiveD's own, read from its web server (``hived_url``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import yaml
 
 from ....errors import FieldError, SpecError
 from ....spec.protocol import PRIORITY_CLASSES, JobProtocol
-from ...models import VirtualCluster
+from ...models import JobSummary, Resources, VirtualCluster
 from ..naming import JobNames, base_labels
-from ..pods import Manifest, headless_service, pod_template, secret_manifest
+from ..pods import Manifest, PodOptions, headless_service, pod_template, secret_manifest
 from ..resources import Kind
-from .base import Built, Flavor, config_map_primary
+from .base import Built, Flavor, ObjectsOf, config_map_primary
+from .hived_cells import HivedCells, virtual_clusters
 
 SCHEDULER = "hivedscheduler"
 SPEC_ANNOTATION = "hivedscheduler.microsoft.com/pod-scheduling-spec"
@@ -70,6 +72,23 @@ def scheduling_spec(job: JobProtocol, names: JobNames, role: str) -> dict[str, A
 
 class HivedFlavor(Flavor):
     name = "hived"
+
+    def __init__(self, options: PodOptions, **settings: Any) -> None:
+        super().__init__(options, **settings)
+        url = str(settings.get("hived_url") or "")
+        #: None: no HiveD address configured, so any VC name is accepted (HiveD decides).
+        self.cells = HivedCells(url) if url else None
+
+    async def refresh(self) -> None:
+        if self.cells is not None:
+            await self.cells.refresh()
+
+    def virtual_clusters(
+        self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
+    ) -> list[VirtualCluster] | None:
+        if self.cells is None or self.cells.last is None:
+            return None
+        return virtual_clusters(self.cells.last, jobs, cluster)
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
