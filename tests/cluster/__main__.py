@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -11,10 +12,10 @@ from pathlib import Path
 from . import build, controlplane, manifests, prebuilt
 
 
-def _shape(text: str, pool: str) -> manifests.NodeShape:
-    """`NODESxGPUS`, e.g. `1x4`."""
+def _shape(text: str, default: manifests.NodeShape) -> manifests.NodeShape:
+    """`NODESxGPUS`, e.g. `1x4`; CPU and memory as the pytest plugin's default pool."""
     count, _, gpus = text.partition("x")
-    return manifests.NodeShape(pool=pool, count=int(count), gpus=int(gpus or 0))
+    return dataclasses.replace(default, count=int(count), gpus=int(gpus or 0))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     plane = controlplane.ControlPlane(args.dir)
     if args.command == "up":
-        runner = _shape(args.runner_nodes, "runner")
-        gpus = None if args.runner_only else _shape(args.gpu_nodes, "gpu")
+        runner = _shape(args.runner_nodes, manifests.DEFAULT_RUNNER_POOL)
+        gpus = None if args.runner_only else _shape(args.gpu_nodes, manifests.DEFAULT_GPU_POOL)
         options = controlplane.Options(
             gpu_pool=gpus if gpus and gpus.count else None,
             runner_pool=runner if runner.count else None,

@@ -21,6 +21,11 @@ SKU = "DT"
 NODE_CELL = "DT-NODE"
 POOL_CELL = "DT-NODE-POOL"
 RUNNER_CELL = "DT-RUNNER-NODE"
+#: The CPU SKU (one CPU per cell) for tasks without GPUs (KubernetesBackend.hived_cpu_sku).
+CPU_SKU = "CPU"
+#: Each runner node's CPUs, halved between the two VCs: HiveD lets one node be the address
+#: of cells of several types, so the GPU cell and these CPU cells share the runner node.
+CPU_CELLS = {"default": "CPU-RUNNER-DEFAULT", "research": "CPU-RUNNER-RESEARCH"}
 ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
 # jupyter-pai's hived pods name `pai-<extras.hivedScheduler.jobPriorityClass>`.
 PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
@@ -32,10 +37,11 @@ def config(
     gpu_pool: manifests.NodeShape | None,
     runner_pool: manifests.NodeShape | None,
 ) -> Manifest:
-    """`hivedscheduler.yaml`: one SKU `DT` (a GPU); each simulated GPU node a node-level
-    cell of its GPUs, all of them one pool; each runner node a node-level cell of its own.
-    VC `research` gets one GPU node (8 GPUs: its cap elsewhere), `default` the other GPU
-    nodes and the runner nodes."""
+    """`hivedscheduler.yaml`: SKU `DT` (a GPU) and `CPU` (a CPU); each simulated GPU node a
+    node-level cell of its GPUs, all of them one pool; each runner node a node-level cell of
+    its own GPUs, and two cells of half its CPUs each. VC `research` gets one GPU node
+    (8 GPUs: its cap elsewhere) and one half of the runner's CPUs, `default` the other GPU
+    nodes, the runner nodes' GPUs and the other half of their CPUs."""
     cell_types: Manifest = {}
     physical: list[Manifest] = []
     default: list[Manifest] = []
@@ -66,6 +72,17 @@ def config(
         }
         physical += [{"cellType": RUNNER_CELL, "cellAddress": n} for n in runner_pool.names()]
         default.append({"cellType": RUNNER_CELL, "cellNumber": runner_pool.count})
+        half = int(float(runner_pool.cpu)) // 2
+        for vc, cell_type in CPU_CELLS.items():
+            cell_types[cell_type] = {
+                "childCellType": CPU_SKU,
+                "childCellNumber": half,
+                "isNodeLevel": True,
+            }
+            physical += [{"cellType": cell_type, "cellAddress": n} for n in runner_pool.names()]
+            (default if vc == "default" else research).append(
+                {"cellType": cell_type, "cellNumber": runner_pool.count}
+            )
     vcs = {"default": {"virtualCells": default}}
     if research:
         vcs["research"] = {"virtualCells": research}
@@ -74,7 +91,10 @@ def config(
         "webServerAddress": f"127.0.0.1:{port}",
         "waitingPodSchedulingBlockMilliSec": 50,
         "physicalCluster": {
-            "skuTypes": {SKU: {"gpu": 1, "cpu": 4, "memory": "32Gi"}},
+            "skuTypes": {
+                SKU: {"gpu": 1, "cpu": 4, "memory": "32Gi"},
+                CPU_SKU: {"gpu": 0, "cpu": 1, "memory": "4Gi"},
+            },
             "cellTypes": cell_types,
             "physicalCells": physical,
         },

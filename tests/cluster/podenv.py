@@ -112,7 +112,14 @@ def gpu_env(pod: Obj) -> dict[str, str]:
     """What a GPU container runtime would give the process: the devices HiveD chose, as
     `CUDA_VISIBLE_DEVICES` (the pod's own env may still set it)."""
     isolation = ((pod.get("metadata") or {}).get("annotations") or {}).get(HIVED_ISOLATION)
-    return {"CUDA_VISIBLE_DEVICES": isolation} if isolation is not None else {}
+    # NVIDIA_VISIBLE_DEVICES=void: the runtime gives no GPU (a task on HiveD's CPU cells,
+    # whose indices are not devices).
+    void = any(
+        var.get("name") == "NVIDIA_VISIBLE_DEVICES" and var.get("value") == "void"
+        for c in (pod.get("spec") or {}).get("containers") or []
+        for var in c.get("env") or []
+    )
+    return {"CUDA_VISIBLE_DEVICES": isolation} if isolation is not None and not void else {}
 
 
 def container_env(pod: Obj, container: Obj, lookup: Lookup) -> dict[str, str]:

@@ -86,3 +86,11 @@ def test_hived_binding_becomes_cuda_visible_devices() -> None:
     bound = {"metadata": {"annotations": {podenv.HIVED_ISOLATION: "2,3"}}}
     assert podenv.gpu_env(bound) == {"CUDA_VISIBLE_DEVICES": "2,3"}
     assert podenv.gpu_env({"metadata": {}}) == {}
+
+
+def test_a_task_on_hived_cpu_cells_sees_no_gpu() -> None:
+    on_cpu_cells = {
+        "metadata": {"annotations": {podenv.HIVED_ISOLATION: "5"}},
+        "spec": {"containers": [{"env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}]},
+    }
+    assert podenv.gpu_env(on_cpu_cells) == {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.models import JobState
@@ -39,6 +40,7 @@ taskRoles:
     commands: ['echo "gpus=$CUDA_VISIBLE_DEVICES"', 'sleep {seconds}']
 """
 ISOLATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
+SPEC = "hivedscheduler.microsoft.com/pod-scheduling-spec"
 
 
 def hived_url(cluster: TestCluster) -> str:
@@ -48,6 +50,12 @@ def hived_url(cluster: TestCluster) -> str:
         line.split(":", 1)[1].strip() for line in config.splitlines() if "webServerAddress" in line
     )
     return f"http://{address}"
+
+
+def cpu_cells(cluster: TestCluster) -> int:
+    """CPU cells per VC: the test cluster gives each VC half the runner node's CPUs."""
+    node = kube.core(cluster.api()).read_node(cluster.runner_nodes[0])
+    return int(node.status.capacity["cpu"]) // 2
 
 
 def hived_status(cluster: TestCluster) -> dict[str, Any]:
@@ -132,7 +140,13 @@ async def test_the_vcs_listed_and_checked_are_hiveds_with_their_cells_in_use(
     bound to pods), and a submission is checked against them: an unknown VC or more GPUs
     than the VC has are refused at once, naming the field, with nothing created."""
     _cleanup(kube_cluster, NS)
-    b = make_backend(kube_cluster, "hived", node_selector=RUNNER, hived_url=hived_url(kube_cluster))
+    b = make_backend(
+        kube_cluster,
+        "hived",
+        node_selector=RUNNER,
+        hived_url=hived_url(kube_cluster),
+        hived_cpu_sku="CPU",
+    )
     await b.start()
     try:
         gpu_nodes = len(kube_cluster.gpu_nodes)
@@ -142,7 +156,10 @@ async def test_the_vcs_listed_and_checked_are_hiveds_with_their_cells_in_use(
         assert rows["research"].capacity.gpu == 8
         assert rows["default"].capacity.gpu == (gpu_nodes - 1) * 8 + 4
         assert rows["default"].used.gpu == rows["research"].used.gpu == 0
-        assert "HiveD virtual cluster: 8 DT cells" == rows["research"].description
+        half = cpu_cells(kube_cluster)
+        assert (
+            rows["research"].description == f"HiveD virtual cluster: 8 DT cells, {half} CPU cells"
+        )
 
         job = parse_job(PRINTS_GPUS.format(name="cells", vc="default", n=2, gpu=2, seconds=20)).job
         submitted = await b.submit(job)
@@ -188,3 +205,66 @@ async def test_an_unreachable_hived_is_named_with_the_setting_to_check(
             await b.virtual_clusters()
     finally:
         await b.close()
+
+
+MIXED = """
+protocolVersion: 2
+name: mixed
+type: job
+defaults: {virtualCluster: default}
+taskRoles:
+  ps:
+    instances: 1
+    resourcePerInstance: {cpu: 2, memoryMB: 256, gpu: 0}
+    commands: ['echo "ps gpus=${CUDA_VISIBLE_DEVICES-none}"', 'sleep 10']
+  worker:
+    instances: 1
+    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 1}
+    commands: ['echo "worker gpus=$CUDA_VISIBLE_DEVICES"', 'sleep 10']
+"""
+
+
+async def test_a_task_without_gpus_runs_on_the_cpu_cells(kube_cluster: TestCluster) -> None:
+    """With ``hived_cpu_sku`` a task without GPUs asks HiveD for cells of the CPU SKU (one
+    per CPU) and sees no GPU; the VC row counts its CPU cells in use."""
+    _cleanup(kube_cluster, NS)
+    b = make_backend(
+        kube_cluster,
+        "hived",
+        node_selector=RUNNER,
+        hived_url=hived_url(kube_cluster),
+        hived_cpu_sku="CPU",
+    )
+    await b.start()
+    try:
+        submitted = await b.submit(parse_job(MIXED).job)
+        running = await wait_for(
+            b, submitted.id, lambda d: all(t.node for t in d.tasks) or d.state.terminal, 60
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            default = {v.name: v for v in await b.virtual_clusters()}["default"]
+            if default.used.cpu == 2 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert (default.used.gpu, default.used.cpu) == (1, 2), default
+        half = cpu_cells(kube_cluster)
+        assert default.capacity.cpu == half and f"{half} CPU cells" in default.description
+        # Read while both run: the first role to end completes the job (OpenPAI's default
+        # policy), and the other's pod goes.
+        logs = {"ps": "", "worker": ""}
+        while time.monotonic() < deadline + 10 and not all(logs.values()):
+            logs = {r: await read_log(b, submitted.id, r, 0) for r in logs}
+            await asyncio.sleep(0.5)
+        assert logs["ps"] == "ps gpus=none\n", logs
+        assert logs["worker"].startswith("worker gpus=") and logs["worker"] != "worker gpus=\n"
+        done = await wait_for(b, submitted.id, lambda d: d.state.terminal, 60)
+        assert done.state == JobState.SUCCEEDED, running
+        pod = kube.core(kube_cluster.api()).read_namespaced_pod(
+            make_names(parse_job(MIXED).job, "alice").pod_host("ps", 0), NS
+        )
+        spec = yaml.safe_load(pod.metadata.annotations[SPEC])
+        assert (spec["leafCellType"], spec["leafCellNumber"]) == ("CPU", 2)
+    finally:
+        await b.close()
+        _cleanup(kube_cluster, NS)

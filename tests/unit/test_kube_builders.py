@@ -39,7 +39,8 @@ def _example(path: Path) -> JobProtocol:
 
 
 def _build(flavor: str, job: JobProtocol, user: str = "alice") -> Built:
-    return FLAVORS[flavor](OPTIONS).build(job, make_names(job, user))
+    # hived: with a CPU SKU, as the test cluster's HiveD has, so tasks without GPUs build.
+    return FLAVORS[flavor](OPTIONS, hived_cpu_sku="CPU").build(job, make_names(job, user))
 
 
 @pytest.mark.parametrize("flavor", sorted(FLAVORS))
@@ -258,10 +259,15 @@ def test_hived_pods_carry_the_scheduling_spec() -> None:
     )
     assert spec["virtualCluster"] == "research" and spec["priority"] == 100
     assert spec["leafCellType"] == "A100" and spec["leafCellNumber"] == 1
-    assert spec["affinityGroup"]["members"] == [
-        {"podNumber": 1, "leafCellNumber": 0},
-        {"podNumber": 3, "leafCellNumber": 1},
-    ]
+    # The gang's task without GPUs asks CPU cells, in a group of its own (one SKU each).
+    assert spec["affinityGroup"]["members"] == [{"podNumber": 3, "leafCellNumber": 1}]
+    ps = next(p for p in pods if p["metadata"]["labels"]["jupyter-pai.io/role"] == "ps")
+    ps_spec = yaml.safe_load(
+        ps["metadata"]["annotations"]["hivedscheduler.microsoft.com/pod-scheduling-spec"]
+    )
+    assert (ps_spec["leafCellType"], ps_spec["leafCellNumber"]) == ("CPU", 1)
+    assert ps_spec["affinityGroup"]["name"].endswith("/default-cpu")
+    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in ps["spec"]["containers"][0]["env"]
     assert worker["spec"]["schedulerName"] == "hivedscheduler"
     assert worker["spec"]["priorityClassName"] == "pai-prod"
     limits = worker["spec"]["containers"][0]["resources"]["limits"]

@@ -149,6 +149,13 @@ class KubernetesBackend(Backend):
         ones). Default: $JUPYTER_PAI_HIVED_URL.""",
     ).tag(config=True)
 
+    hived_cpu_sku = Unicode(
+        "",
+        help="""hived flavour: the SKU of HiveD's CPU cells (one CPU each, as in OpenPAI's
+        CPU-only virtual clusters), where tasks without GPUs are placed: one cell per CPU
+        they ask. Empty: tasks without GPUs are refused (HiveD places GPU cells only).""",
+    ).tag(config=True)
+
     @default("hived_url")
     def _default_hived_url(self) -> str:
         return os.environ.get("JUPYTER_PAI_HIVED_URL", "")
@@ -173,7 +180,10 @@ class KubernetesBackend(Backend):
             master_port=self.master_port,
         )
         self.engine: Flavor = FLAVORS[self.flavor](
-            self.options, priority_prefix=self.vc_priority_prefix, hived_url=self.hived_url
+            self.options,
+            priority_prefix=self.vc_priority_prefix,
+            hived_url=self.hived_url,
+            hived_cpu_sku=self.hived_cpu_sku,
         )
         self.views = JobViews(self.engine, self.namespace)
         self.cache = self.views.cache

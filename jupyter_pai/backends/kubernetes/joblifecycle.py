@@ -199,12 +199,11 @@ class JobLifecycle:
             for obj in self.views.owned(step.kind, step.name):
                 with contextlib.suppress(ApiError):
                     await rest.patch(step.kind, ns, obj["metadata"]["name"], step.body)
-        elif step.op == "delete_pods":
-            await rest.call(
-                "DELETE",
-                path(POD, ns),
-                query={"labelSelector": f"{OWNED},{LABEL_JOB}={names.base}"},
-            )
+        elif step.op in ("delete_pods", "delete_running_pods"):
+            query = {"labelSelector": f"{OWNED},{LABEL_JOB}={names.base}"}
+            if step.op == "delete_running_pods":  # ended pods keep their logs
+                query["fieldSelector"] = "status.phase!=Succeeded,status.phase!=Failed"
+            await rest.call("DELETE", path(POD, ns), query=query)
 
     def look(self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> None:
         """What a running backend does for every job view it derives."""

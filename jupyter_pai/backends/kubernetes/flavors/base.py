@@ -53,7 +53,8 @@ class Built:
 class StopStep:
     """One API call of a stop: ``create`` a manifest, ``patch`` an object,
     ``patch_owned`` (every watched object of ``kind`` owned by the object ``name``), or
-    ``delete_pods`` (the job's pods, by label)."""
+    ``delete_pods`` (the job's pods, by label) or ``delete_running_pods`` (those of them
+    that have not ended)."""
 
     op: str
     kind: Kind | None = None

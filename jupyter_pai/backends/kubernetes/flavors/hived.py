@@ -9,6 +9,7 @@ virtual clusters are HiveD's own, read from its web server (``hived_url``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,11 +18,12 @@ import yaml
 
 from ....errors import FieldError, SpecError
 from ....spec.protocol import PRIORITY_CLASSES, JobProtocol
+from ...completion import Decision
 from ...models import JobSummary, Resources, VirtualCluster
 from ..naming import JobNames, base_labels
 from ..pods import Manifest, PodOptions, headless_service, pod_template, secret_manifest
 from ..resources import Kind
-from .base import Built, Flavor, ObjectsOf, config_map_primary
+from .base import Built, Flavor, ObjectsOf, StopStep, config_map_primary
 from .hived_cells import HivedCells, virtual_clusters
 
 SCHEDULER = "hivedscheduler"
@@ -33,31 +35,51 @@ ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
 _HIVED_WAIT = re.compile(r"Pod is waiting for preemptible or free resource to appear: ([^,.]+)")
 
 
-def scheduling_spec(job: JobProtocol, names: JobNames, role: str) -> dict[str, Any]:
+def leaf_cells(
+    job: JobProtocol, role: str, cpu_sku: str, gpu_sku: str | None = None
+) -> tuple[int, str | None]:
+    """How many leaf cells of which type a task of ``role`` asks: its GPUs (of the SKU the
+    job names, else ``gpu_sku``), or, for a task without GPUs, one cell of the CPU SKU per
+    CPU (``cpu_sku``: a SKU whose cell is one CPU, as in OpenPAI's CPU-only VCs)."""
+    spec = job.task_roles[role].resource_per_instance
+    hived = job.extras.hived_scheduler
+    hr = hived.task_roles.get(role) if hived else None
+    if spec.gpu > 0:
+        return spec.gpu, (hr.sku_type if hr and hr.sku_type else gpu_sku)
+    return max(1, math.ceil(spec.cpu)), cpu_sku
+
+
+def scheduling_spec(
+    job: JobProtocol, names: JobNames, role: str, cpu_sku: str = "", gpu_sku: str | None = None
+) -> dict[str, Any]:
+    """``gpu_sku``: the GPU SKU of tasks whose job names none (where the VC also has CPU
+    cells, HiveD would otherwise count those as the task's GPUs)."""
     hived = job.extras.hived_scheduler
     priority_class = hived.job_priority_class if hived else "test"
     hr = hived.task_roles.get(role) if hived else None
-    spec = job.task_roles[role]
+    cells, cell_type = leaf_cells(job, role, cpu_sku, gpu_sku)
 
     def group_of(r: str) -> str:
         h = hived.task_roles.get(r) if hived else None
-        return (h.affinity_group_name if h else None) or "default"
+        group = (h.affinity_group_name if h else None) or "default"
+        # HiveD places an affinity group within one chain of cells, so one SKU: the tasks
+        # without GPUs of a gang form their own group, on the CPU cells.
+        if job.task_roles[r].resource_per_instance.gpu == 0 and cpu_sku:
+            group += "-cpu"
+        return group
 
     group = group_of(role)
     members_roles = [r for r in job.task_roles if group_of(r) == group]
     if not job.gang_allocation:
         group, members_roles = f"{group}-{names.roles[role]}", [role]
     members = [
-        {
-            "podNumber": job.task_roles[r].instances,
-            "leafCellNumber": job.task_roles[r].resource_per_instance.gpu,
-        }
+        {"podNumber": job.task_roles[r].instances, "leafCellNumber": leaf_cells(job, r, cpu_sku)[0]}
         for r in members_roles
     ]
     out: dict[str, Any] = {
         "virtualCluster": job.virtual_cluster,
         "priority": PRIORITY_CLASSES[priority_class],
-        "leafCellNumber": spec.resource_per_instance.gpu,
+        "leafCellNumber": cells,
         "affinityGroup": {"name": f"{names.base}/{group}", "members": members},
         # HiveD binds pods itself; without this it ignores what kube-scheduler's filters
         # (the backend's node selector) left and may bind anywhere in the VC's cells.
@@ -65,8 +87,8 @@ def scheduling_spec(job: JobProtocol, names: JobNames, role: str) -> dict[str, A
     }
     if hr and hr.pinned_cell_id:
         out["pinnedCellId"] = hr.pinned_cell_id
-    elif hr and hr.sku_type:
-        out["leafCellType"] = hr.sku_type
+    elif cell_type:
+        out["leafCellType"] = cell_type
     return out
 
 
@@ -75,9 +97,26 @@ class HivedFlavor(Flavor):
 
     def __init__(self, options: PodOptions, **settings: Any) -> None:
         super().__init__(options, **settings)
+        #: The SKU of CPU cells, for tasks without GPUs; empty: such tasks are refused.
+        self.cpu_sku = str(settings.get("hived_cpu_sku") or "")
         url = str(settings.get("hived_url") or "")
         #: None: no HiveD address configured, so any VC name is accepted (HiveD decides).
-        self.cells = HivedCells(url) if url else None
+        self.cells = HivedCells(url, cpu_sku=self.cpu_sku) if url else None
+
+    def _gpu_sku(self, vc: str) -> str | None:
+        """The VC's one GPU SKU, where CPU cells make naming it necessary (from HiveD's
+        status, read just before a submission is built)."""
+        if not self.cpu_sku or self.cells is None or self.cells.last is None:
+            return None
+        found = self.cells.last.get(vc)
+        types = found.leaf_cell_types if found else ()
+        return types[0] if len(types) == 1 else None
+
+    def ending_steps(
+        self, primary: Manifest, names: JobNames, decision: Decision
+    ) -> list[StopStep]:
+        # The pods are the job: those that ended stay, with their logs, as on any flavour.
+        return [StopStep("delete_running_pods")]
 
     async def refresh(self) -> None:
         if self.cells is not None:
@@ -100,7 +139,21 @@ class HivedFlavor(Flavor):
         hived = job.extras.hived_scheduler
         priority_class = f"pai-{hived.job_priority_class if hived else 'test'}"
         for role, spec in job.task_roles.items():
-            annotation = yaml.safe_dump(scheduling_spec(job, names, role), sort_keys=True)
+            spec_of_role = scheduling_spec(
+                job, names, role, self.cpu_sku, self._gpu_sku(job.virtual_cluster)
+            )
+            annotation = yaml.safe_dump(spec_of_role, sort_keys=True)
+            # The container runtime exposes the GPUs HiveD bound; a task on CPU cells has
+            # none (its cells' indices are not devices).
+            devices: dict[str, Any] = (
+                {
+                    "valueFrom": {
+                        "fieldRef": {"fieldPath": f"metadata.annotations['{ISOLATION_ANNOTATION}']"}
+                    }
+                }
+                if spec.resource_per_instance.gpu > 0
+                else {"value": "void"}
+            )
             for i in range(spec.instances):
                 template = pod_template(
                     job,
@@ -116,16 +169,7 @@ class HivedFlavor(Flavor):
                     extra_annotations={SPEC_ANNOTATION: annotation},
                     extra_limits={ENABLE_RESOURCE: "1"},
                     gpu_in_resources=False,
-                    extra_env=[
-                        {
-                            "name": "NVIDIA_VISIBLE_DEVICES",
-                            "valueFrom": {
-                                "fieldRef": {
-                                    "fieldPath": f"metadata.annotations['{ISOLATION_ANNOTATION}']"
-                                }
-                            },
-                        }
-                    ],
+                    extra_env=[{"name": "NVIDIA_VISIBLE_DEVICES", **devices}],
                 )
                 objects.append(
                     {
@@ -140,17 +184,18 @@ class HivedFlavor(Flavor):
     def check_virtual_cluster(
         self, job: JobProtocol, known: Mapping[str, VirtualCluster] | None
     ) -> None:
-        """HiveD places GPU cells only: its filter refuses a pod whose spec asks for none
-        ("LeafCellNumber is non-positive"), so such a pod would wait for good. Refused at
-        submission instead, naming the role."""
+        """HiveD places cells only: its filter refuses a pod whose spec asks for none
+        ("LeafCellNumber is non-positive"), so without a CPU SKU (``hived_cpu_sku``) a task
+        without GPUs would wait for good. Refused at submission instead, naming the role."""
         errors = [
             FieldError(
                 f"taskRoles.{role}.resourcePerInstance.gpu",
-                "HiveD schedules GPU cells: every task needs at least 1 GPU on the hived "
-                "flavour (a task without GPUs never gets a place)",
+                "HiveD schedules GPU cells and this server names no CPU SKU "
+                "(KubernetesBackend.hived_cpu_sku): every task needs at least 1 GPU on the "
+                "hived flavour (a task without GPUs never gets a place)",
             )
             for role, spec in job.task_roles.items()
-            if spec.resource_per_instance.gpu < 1
+            if spec.resource_per_instance.gpu < 1 and not self.cpu_sku
         ]
         if errors:
             raise SpecError(errors)

@@ -27,13 +27,16 @@ _FREE = "Free"
 
 @dataclass(frozen=True)
 class VcCells:
-    """One virtual cluster's leaf cells (GPUs) as HiveD counts them."""
+    """One virtual cluster's leaf cells as HiveD counts them: GPUs, and the cells of the
+    CPU SKU (one CPU each) where the VC has some."""
 
     name: str
     leaf_cell_types: tuple[str, ...]
     total: int
     used: int
     bad: int  # leaf cells HiveD marks unhealthy: still the VC's, not usable now
+    cpus: int = 0
+    cpus_used: int = 0
 
 
 def _leaves(cell: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -44,18 +47,31 @@ def _leaves(cell: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         yield from _leaves(child)
 
 
-def vc_cells(status: Mapping[str, Any]) -> dict[str, VcCells]:
-    """HiveD's virtual cluster status (VC name → its top cells) as counts per VC."""
+def _in_use(leaves: list[Mapping[str, Any]]) -> int:
+    return sum(1 for leaf in leaves if leaf.get("cellState", _FREE) != _FREE)
+
+
+def vc_cells(status: Mapping[str, Any], cpu_sku: str = "") -> dict[str, VcCells]:
+    """HiveD's virtual cluster status (VC name → its top cells) as counts per VC; cells
+    whose leaf type is ``cpu_sku`` count as CPUs, the others as GPUs."""
     out = {}
     for name, cells in status.items():
-        leaves = [leaf for cell in cells or [] for leaf in _leaves(cell)]
-        types = sorted({str(c["leafCellType"]) for c in cells or [] if c.get("leafCellType")})
+        gpu = [leaf for c in cells or [] if c.get("leafCellType") != cpu_sku for leaf in _leaves(c)]
+        cpu = [
+            leaf
+            for c in cells or []
+            if cpu_sku and c.get("leafCellType") == cpu_sku
+            for leaf in _leaves(c)
+        ]
+        types = {str(c["leafCellType"]) for c in cells or [] if c.get("leafCellType")}
         out[str(name)] = VcCells(
             name=str(name),
-            leaf_cell_types=tuple(types),
-            total=len(leaves),
-            used=sum(1 for leaf in leaves if leaf.get("cellState", _FREE) != _FREE),
-            bad=sum(1 for leaf in leaves if leaf.get("cellHealthiness", "Healthy") != "Healthy"),
+            leaf_cell_types=tuple(sorted(types - {cpu_sku})),
+            total=len(gpu),
+            used=_in_use(gpu),
+            bad=sum(1 for leaf in gpu if leaf.get("cellHealthiness", "Healthy") != "Healthy"),
+            cpus=len(cpu),
+            cpus_used=_in_use(cpu),
         )
     return out
 
@@ -63,29 +79,33 @@ def vc_cells(status: Mapping[str, Any]) -> dict[str, VcCells]:
 def virtual_clusters(
     cells: Mapping[str, VcCells], jobs: Iterable[JobSummary], cluster: Resources | None
 ) -> list[VirtualCluster]:
-    """VC rows: GPUs are the VC's leaf cells; HiveD caps nothing else, so CPU and memory
-    are the cluster's (or uncapped where only caps matter)."""
+    """VC rows: GPUs are the VC's GPU leaf cells, CPUs its CPU cells if it has any; HiveD
+    caps nothing else, so the rest is the cluster's (or uncapped where only caps matter)."""
     whole = cluster or vcs.UNLIMITED
     jobs = list(jobs)
     out = []
     for name, vc in sorted(cells.items()):
-        cap = Resources(gpu=vc.total, cpu=whole.cpu, memory_mb=whole.memory_mb)
+        cpu = float(vc.cpus) if vc.cpus else whole.cpu
+        cap = Resources(gpu=vc.total, cpu=cpu, memory_mb=whole.memory_mb)
+        used = Resources(gpu=vc.used, cpu=float(vc.cpus_used))
         sku = "/".join(vc.leaf_cell_types)
         bad = f", {vc.bad} unhealthy" if vc.bad else ""
+        cpus = f", {vc.cpus} CPU cells" if vc.cpus else ""
         description = (
-            f"HiveD virtual cluster: {vc.total} {sku} cells{bad}"
-            if vc.total
+            f"HiveD virtual cluster: {vc.total} {sku} cells{bad}{cpus}"
+            if vc.total or vc.cpus
             else "HiveD virtual cluster with no cells"
         )
-        out.append(vcs.virtual_cluster(name, cap, Resources(gpu=vc.used), jobs, description))
+        out.append(vcs.virtual_cluster(name, cap, used, jobs, description))
     return out
 
 
 class HivedCells:
     """HiveD's VC status at ``url``, re-read at most every ``ttl`` seconds."""
 
-    def __init__(self, url: str, *, ttl: float = 2.0, timeout: float = 5.0):
+    def __init__(self, url: str, *, cpu_sku: str = "", ttl: float = 2.0, timeout: float = 5.0):
         self.url = url.rstrip("/")
+        self.cpu_sku = cpu_sku
         self.timeout = timeout
         self.cache = Cached(self._fetch, ttl)
         #: The last answer, for the synchronous readers (waiting reasons, VC rows).
@@ -111,4 +131,4 @@ class HivedCells:
             ) from error
         if not isinstance(body, dict):
             raise Unavailable(f"HiveD at {url} answered {type(body).__name__}, not its VCs")
-        return vc_cells(body)
+        return vc_cells(body, self.cpu_sku)
