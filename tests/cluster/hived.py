@@ -26,6 +26,8 @@ CPU_SKU = "CPU"
 #: Each runner node's CPUs, halved between the two VCs: HiveD lets one node be the address
 #: of cells of several types, so the GPU cell and these CPU cells share the runner node.
 CPU_CELLS = {"default": "CPU-RUNNER-DEFAULT", "research": "CPU-RUNNER-RESEARCH"}
+CPU_NODE_CELL = "CPU-NODE"
+CPU_POOL_CELL = "CPU-NODE-POOL"
 ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
 # jupyter-pai's hived pods name `pai-<extras.hivedScheduler.jobPriorityClass>`.
 PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
@@ -38,10 +40,10 @@ def config(
     runner_pool: manifests.NodeShape | None,
 ) -> Manifest:
     """`hivedscheduler.yaml`: SKU `DT` (a GPU) and `CPU` (a CPU); each simulated GPU node a
-    node-level cell of its GPUs, all of them one pool; each runner node a node-level cell of
-    its own GPUs, and two cells of half its CPUs each. VC `research` gets one GPU node
-    (8 GPUs: its cap elsewhere) and one half of the runner's CPUs, `default` the other GPU
-    nodes, the runner nodes' GPUs and the other half of their CPUs."""
+    node-level cell of its GPUs, all of them one pool, and a cell of its CPUs, all of them a
+    second pool; each runner node a node-level cell of its own GPUs, and two cells of half
+    its CPUs each. VC `research` gets one GPU node (8 GPUs: its cap elsewhere), one node's
+    CPUs and one half of the runner's CPUs; `default` the rest."""
     cell_types: Manifest = {}
     physical: list[Manifest] = []
     default: list[Manifest] = []
@@ -59,11 +61,27 @@ def config(
                 "cellChildren": [{"cellAddress": n} for n in gpu_pool.names()],
             }
         )
-        nodes = f"{POOL_CELL}.{NODE_CELL}"
+        # The same nodes' CPUs as a second pool of CPU cells, shared out the same way.
+        cell_types[CPU_NODE_CELL] = {
+            "childCellType": CPU_SKU,
+            "childCellNumber": int(float(gpu_pool.cpu)),
+            "isNodeLevel": True,
+        }
+        cell_types[CPU_POOL_CELL] = {
+            "childCellType": CPU_NODE_CELL,
+            "childCellNumber": gpu_pool.count,
+        }
+        physical.append(
+            {
+                "cellType": CPU_POOL_CELL,
+                "cellChildren": [{"cellAddress": n} for n in gpu_pool.names()],
+            }
+        )
         share = 1 if gpu_pool.count > 1 else 0
-        if share:
-            research.append({"cellType": nodes, "cellNumber": share})
-        default.append({"cellType": nodes, "cellNumber": gpu_pool.count - share})
+        for nodes in (f"{POOL_CELL}.{NODE_CELL}", f"{CPU_POOL_CELL}.{CPU_NODE_CELL}"):
+            if share:
+                research.append({"cellType": nodes, "cellNumber": share})
+            default.append({"cellType": nodes, "cellNumber": gpu_pool.count - share})
     if runner_pool is not None and runner_pool.count:
         cell_types[RUNNER_CELL] = {
             "childCellType": SKU,
@@ -166,3 +184,12 @@ def vcs_served(port: int) -> bool:
     url = f"http://127.0.0.1:{port}/v1/inspect/clusterstatus/virtualclusters/"
     with urllib.request.urlopen(url, timeout=5) as response:
         return bool(response.status == 200)
+
+
+def web_url(directory: Path) -> str | None:
+    """HiveD's web server of the cluster in ``directory``, from the configuration written
+    there; None where HiveD is left out."""
+    config = directory / "hived" / "hivedscheduler.yaml"
+    if not config.exists():
+        return None
+    return f"http://{yaml.safe_load(config.read_text())['webServerAddress']}"

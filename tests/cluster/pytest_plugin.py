@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from . import controlplane, kube, manifests
+from . import controlplane, hived, kube, manifests
 
 
 @dataclass
@@ -41,6 +41,16 @@ class TestCluster:
     @property
     def gpu_nodes(self) -> list[str]:
         return list(self.state.gpu_nodes)
+
+    @property
+    def hived_url(self) -> str:
+        """HiveD's web server (``KubernetesBackend.hived_url``); "" where HiveD is left out."""
+        return hived.web_url(Path(self.state.directory)) or ""
+
+    def backend_env(self) -> dict[str, str]:
+        """What a hived-flavoured backend here needs besides its flavour (the VCs' address,
+        the CPU SKU), as the variables that servers and kernels started by tests read."""
+        return {"JUPYTER_PAI_HIVED_URL": self.hived_url, "JUPYTER_PAI_HIVED_CPU_SKU": hived.CPU_SKU}
 
     def api(self, user: str | None = None) -> Any:
         """A `kubernetes.client.ApiClient` as the admin, or as a restricted user."""
@@ -107,10 +117,27 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClust
         status = plane.status()
         if state is None or not status or not all(status.values()):
             raise RuntimeError(f"no running cluster in {reuse}: {status}")
-        yield TestCluster(state)
+        with _environment(TestCluster(state).backend_env()):
+            yield TestCluster(state)
         return
     with running_cluster(tmp_path_factory.mktemp("kube-cluster")) as cluster:
-        yield cluster
+        with _environment(cluster.backend_env()):
+            yield cluster
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """The session's cluster in the environment of the test process and its children."""
+    saved = {k: os.environ.get(k) for k in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @contextlib.contextmanager

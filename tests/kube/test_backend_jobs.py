@@ -13,16 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from jupyter_pai.backends.base import LogQuery
 from jupyter_pai.backends.kubernetes import KubernetesBackend
+from jupyter_pai.backends.kubernetes.flavors.hived import SPEC_ANNOTATION as HIVED_SPEC
 from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.models import JobDetail, JobState, TaskState
 from jupyter_pai.errors import BadRequest, Conflict, Forbidden, NotFound, SpecError
 from jupyter_pai.spec import parse_job
-from tests.cluster import manifests
+from tests.cluster import hived as cluster_hived
+from tests.cluster import kube, manifests
 from tests.cluster.pytest_plugin import TestCluster
 
 pytestmark = pytest.mark.kube
@@ -33,7 +36,7 @@ OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
 
 
 #: The flavours whose jobs run on the test cluster; every test that runs jobs runs per flavour.
-FLAVORS = ("native", "volcano", "kueue")
+FLAVORS = ("native", "volcano", "kueue", "hived")
 
 
 @pytest.fixture(params=FLAVORS)
@@ -66,10 +69,19 @@ def _cleanup(cluster: TestCluster, namespace: str) -> None:
                 raise
 
 
+def flavor_settings(cluster: TestCluster, flavor: str) -> dict[str, str]:
+    """The backend settings a flavour needs on ``cluster`` (hived: its HiveD's address, a
+    test may start a cluster of its own, and the CPU SKU of its configuration)."""
+    if flavor == "hived":
+        return {"hived_url": cluster.hived_url, "hived_cpu_sku": cluster_hived.CPU_SKU}
+    return {}
+
+
 def make_backend(
     cluster: TestCluster, flavor: str, user: str = "alice", **kwargs: Any
 ) -> KubernetesBackend:
     kwargs.setdefault("node_selector", RUNNER)
+    kwargs = {**flavor_settings(cluster, flavor), **kwargs}
     return KubernetesBackend(
         kubeconfig=str(cluster.user_kubeconfigs[user]), flavor=flavor, user=user, **kwargs
     )
@@ -99,6 +111,15 @@ def gang_sizes(cluster: TestCluster, flavor: str, base: str) -> list[int]:
             for w in workloads
             if any(o["name"] == base for o in w["metadata"].get("ownerReferences") or [])
         ]
+    if flavor == "hived":  # HiveD's affinity groups, named in each pod's scheduling spec
+        pods = kube.core(cluster.api()).list_namespaced_pod(
+            NS, label_selector=f"jupyter-pai.io/job={base}"
+        )
+        specs = [
+            yaml.safe_load(p.metadata.annotations[HIVED_SPEC])["affinityGroup"] for p in pods.items
+        ]
+        groups = {g["name"]: sum(m["podNumber"] for m in g["members"]) for g in specs}
+        return sorted(groups.values())
     if flavor == "volcano":
         groups = custom.list_namespaced_custom_object(
             "scheduling.volcano.sh", "v1beta1", NS, "podgroups"
@@ -181,11 +202,14 @@ async def test_distributed_job_runs_with_the_contract_and_reaches_the_ps(
     # Gang: the pods were created in one PodGroup that needs all four (Volcano deletes its
     # PodGroup once the job has ended, so it is read while the job runs).
     base = make_names(job, "alice").base
+    hived = backend.flavor == "hived"
     deadline = time.monotonic() + 30
     while not gang_sizes(kube_cluster, backend.flavor, base):
         assert time.monotonic() < deadline, "no PodGroup for the job"
         await asyncio.sleep(0.1)
-    assert gang_sizes(kube_cluster, backend.flavor, base) == [4]
+    # HiveD places an affinity group on one SKU: the GPU workers are one gang, the ps
+    # (CPU cells) another.
+    assert gang_sizes(kube_cluster, backend.flavor, base) == ([1, 3] if hived else [4])
     done = await wait_for(backend, submitted.id, lambda d: d.state.terminal, 90)
     assert done.state == JobState.SUCCEEDED, done
     ps_host = f"{done.tasks[0].ip}"
@@ -262,18 +286,24 @@ async def test_a_job_over_the_queue_waits_with_a_reason_then_runs(
         second = await b.submit(
             parse_job(SLEEPER.format(name="more", vc="research", n=2, gpu=2)).job
         )
-        # Kueue reserves quota per ClusterQueue for admitted Workloads.
-        expected = (
-            "ClusterQueue research: 8 of 8 GPUs reserved, needs 4"
-            if flavor == "kueue"
-            else "queue research: 8 of 8 GPUs in use, needs 4"
-        )
+        # Kueue reserves quota per ClusterQueue for admitted Workloads; HiveD says it.
+        expected = {
+            "kueue": "ClusterQueue research: 8 of 8 GPUs reserved, needs 4",
+            "hived": "HiveD: insufficient capacity when scheduling in VC research; "
+            "the job needs 4 GPUs",
+        }.get(flavor, "queue research: 8 of 8 GPUs in use, needs 4")
         waiting = await wait_for(b, second.id, lambda d: d.waiting_reason == expected, 30)
         assert waiting.state == JobState.WAITING
         listed = {j.id: j for j in await b.list_jobs()}
         assert listed[second.id].waiting_reason == waiting.waiting_reason
-        vcs = {v.name: v for v in await b.virtual_clusters()}
-        assert vcs["research"].capacity.gpu == 8 and vcs["research"].used.gpu == 8
+        # HiveD's answer is reused for 2 s: the row may trail the binding a moment.
+        deadline = time.monotonic() + 10
+        while True:
+            vcs = {v.name: v for v in await b.virtual_clusters()}
+            if vcs["research"].used.gpu == 8 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert vcs["research"].capacity.gpu == 8 and vcs["research"].used.gpu == 8, vcs
         assert vcs["research"].queued_jobs == 1
         stopped = await b.stop_job(first.id)
         assert stopped.state in (JobState.STOPPING, JobState.STOPPED)
@@ -296,9 +326,13 @@ async def test_a_job_wider_than_every_node_waits_naming_the_gpus(
         job = await b.submit(parse_job(SLEEPER.format(name="wide", vc="default", n=1, gpu=16)).job)
         waiting = await wait_for(b, job.id, lambda d: "GPU" in (d.waiting_reason or ""), 30)
         assert waiting.state == JobState.WAITING
-        assert (waiting.waiting_reason or "").startswith("no node has 16 free GPUs"), (
-            waiting.waiting_reason
+        # HiveD answers for its cells: no cell of 16 GPUs in the VC.
+        expected = (
+            "HiveD: insufficient capacity when scheduling in VC default; the job needs 16 GPUs"
+            if b.flavor == "hived"
+            else "no node has 16 free GPUs"
         )
+        assert (waiting.waiting_reason or "").startswith(expected), waiting.waiting_reason
     finally:
         await b.close()
         _cleanup(kube_cluster, NS)

@@ -11,7 +11,6 @@ import asyncio
 import json
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,23 +42,24 @@ ISOLATION = "hivedscheduler.microsoft.com/pod-leaf-cell-isolation"
 SPEC = "hivedscheduler.microsoft.com/pod-scheduling-spec"
 
 
-def hived_url(cluster: TestCluster) -> str:
-    """HiveD's web server, from the configuration the test cluster wrote."""
-    config = (Path(cluster.state.directory) / "hived" / "hivedscheduler.yaml").read_text()
-    address = next(
-        line.split(":", 1)[1].strip() for line in config.splitlines() if "webServerAddress" in line
-    )
-    return f"http://{address}"
+def cpu_cells(cluster: TestCluster) -> dict[str, int]:
+    """CPU cells per VC: the test cluster gives each VC half the runner node's CPUs, and
+    `research` one GPU node's CPUs, `default` the other GPU nodes'."""
+    core = kube.core(cluster.api())
 
+    def cpus(node: str) -> int:
+        return int(core.read_node(node).status.capacity["cpu"])
 
-def cpu_cells(cluster: TestCluster) -> int:
-    """CPU cells per VC: the test cluster gives each VC half the runner node's CPUs."""
-    node = kube.core(cluster.api()).read_node(cluster.runner_nodes[0])
-    return int(node.status.capacity["cpu"]) // 2
+    half = cpus(cluster.runner_nodes[0]) // 2
+    per_gpu_node = cpus(cluster.gpu_nodes[0])
+    return {
+        "research": half + per_gpu_node,
+        "default": half + per_gpu_node * (len(cluster.gpu_nodes) - 1),
+    }
 
 
 def hived_status(cluster: TestCluster) -> dict[str, Any]:
-    url = f"{hived_url(cluster)}/v1/inspect/clusterstatus/virtualclusters/"
+    url = f"{cluster.hived_url}/v1/inspect/clusterstatus/virtualclusters/"
     with urllib.request.urlopen(url, timeout=5) as response:
         return dict(json.loads(response.read()))
 
@@ -98,12 +98,17 @@ async def test_a_hived_jobs_tasks_see_the_gpus_hived_bound(kube_cluster: TestClu
 
 
 async def test_a_job_its_vc_cannot_hold_waits_in_hiveds_words(kube_cluster: TestCluster) -> None:
+    """Without ``hived_url`` (nothing to check against at submission) HiveD says it. The
+    job names its GPU SKU: HiveD has CPU cells too."""
     _cleanup(kube_cluster, NS)
-    b = make_backend(kube_cluster, "hived", node_selector=GPU_POOL)
+    b = make_backend(kube_cluster, "hived", node_selector=GPU_POOL, hived_url="")
     await b.start()
     try:
         # research holds one node of 8 GPUs: two 8-GPU pods never fit at once.
-        job = parse_job(PRINTS_GPUS.format(name="big", vc="research", n=2, gpu=8, seconds=60)).job
+        text = PRINTS_GPUS.format(name="big", vc="research", n=2, gpu=8, seconds=60)
+        job = parse_job(
+            text + "extras: {hivedScheduler: {taskRoles: {worker: {skuType: DT}}}}\n"
+        ).job
         submitted = await b.submit(job)
         reason = (
             "HiveD: insufficient capacity when scheduling in VC research; the job needs 16 GPUs"
@@ -117,10 +122,11 @@ async def test_a_job_its_vc_cannot_hold_waits_in_hiveds_words(kube_cluster: Test
         _cleanup(kube_cluster, NS)
 
 
-async def test_a_task_without_gpus_is_refused_at_submission(kube_cluster: TestCluster) -> None:
+async def test_a_task_without_gpus_is_refused_without_a_cpu_sku(kube_cluster: TestCluster) -> None:
     """HiveD's filter answers 400 "LeafCellNumber is non-positive" for a pod asking no GPU
-    cell, so the pod would wait for good: the flavour refuses such a job at once."""
-    b = make_backend(kube_cluster, "hived", node_selector=RUNNER)
+    cell, so where the server names no CPU SKU the pod would wait for good: the flavour
+    refuses such a job at once."""
+    b = make_backend(kube_cluster, "hived", node_selector=RUNNER, hived_cpu_sku="")
     await b.start()
     try:
         job = parse_job(PRINTS_GPUS.format(name="nogpu", vc="default", n=1, gpu=0, seconds=1)).job
@@ -144,7 +150,7 @@ async def test_the_vcs_listed_and_checked_are_hiveds_with_their_cells_in_use(
         kube_cluster,
         "hived",
         node_selector=RUNNER,
-        hived_url=hived_url(kube_cluster),
+        hived_url=kube_cluster.hived_url,
         hived_cpu_sku="CPU",
     )
     await b.start()
@@ -156,9 +162,9 @@ async def test_the_vcs_listed_and_checked_are_hiveds_with_their_cells_in_use(
         assert rows["research"].capacity.gpu == 8
         assert rows["default"].capacity.gpu == (gpu_nodes - 1) * 8 + 4
         assert rows["default"].used.gpu == rows["research"].used.gpu == 0
-        half = cpu_cells(kube_cluster)
+        cpus = cpu_cells(kube_cluster)["research"]
         assert (
-            rows["research"].description == f"HiveD virtual cluster: 8 DT cells, {half} CPU cells"
+            rows["research"].description == f"HiveD virtual cluster: 8 DT cells, {cpus} CPU cells"
         )
 
         job = parse_job(PRINTS_GPUS.format(name="cells", vc="default", n=2, gpu=2, seconds=20)).job
@@ -232,7 +238,7 @@ async def test_a_task_without_gpus_runs_on_the_cpu_cells(kube_cluster: TestClust
         kube_cluster,
         "hived",
         node_selector=RUNNER,
-        hived_url=hived_url(kube_cluster),
+        hived_url=kube_cluster.hived_url,
         hived_cpu_sku="CPU",
     )
     await b.start()
@@ -241,6 +247,11 @@ async def test_a_task_without_gpus_runs_on_the_cpu_cells(kube_cluster: TestClust
         running = await wait_for(
             b, submitted.id, lambda d: all(t.node for t in d.tasks) or d.state.terminal, 60
         )
+        pod = kube.core(kube_cluster.api()).read_namespaced_pod(
+            make_names(parse_job(MIXED).job, "alice").pod_host("ps", 0), NS
+        )
+        spec = yaml.safe_load(pod.metadata.annotations[SPEC])
+        assert (spec["leafCellType"], spec["leafCellNumber"]) == ("CPU", 2)
         deadline = time.monotonic() + 10
         while True:
             default = {v.name: v for v in await b.virtual_clusters()}["default"]
@@ -248,8 +259,8 @@ async def test_a_task_without_gpus_runs_on_the_cpu_cells(kube_cluster: TestClust
                 break
             await asyncio.sleep(0.5)
         assert (default.used.gpu, default.used.cpu) == (1, 2), default
-        half = cpu_cells(kube_cluster)
-        assert default.capacity.cpu == half and f"{half} CPU cells" in default.description
+        cpus = cpu_cells(kube_cluster)["default"]
+        assert default.capacity.cpu == cpus and f"{cpus} CPU cells" in default.description
         # Read while both run: the first role to end completes the job (OpenPAI's default
         # policy), and the other's pod goes.
         logs = {"ps": "", "worker": ""}
@@ -260,11 +271,6 @@ async def test_a_task_without_gpus_runs_on_the_cpu_cells(kube_cluster: TestClust
         assert logs["worker"].startswith("worker gpus=") and logs["worker"] != "worker gpus=\n"
         done = await wait_for(b, submitted.id, lambda d: d.state.terminal, 60)
         assert done.state == JobState.SUCCEEDED, running
-        pod = kube.core(kube_cluster.api()).read_namespaced_pod(
-            make_names(parse_job(MIXED).job, "alice").pod_host("ps", 0), NS
-        )
-        spec = yaml.safe_load(pod.metadata.annotations[SPEC])
-        assert (spec["leafCellType"], spec["leafCellNumber"]) == ("CPU", 2)
     finally:
         await b.close()
         _cleanup(kube_cluster, NS)

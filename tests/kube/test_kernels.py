@@ -40,6 +40,7 @@ from tests.kube.test_backend_jobs import (
     RUNNER,
     SLEEPER,
     _cleanup,
+    flavor_settings,
     make_backend,
     wait_for,
 )
@@ -56,6 +57,7 @@ def backend_config(cluster: TestCluster, flavor: str) -> dict[str, Any]:
             "flavor": flavor,
             "user": "alice",
             "node_selector": RUNNER,
+            **flavor_settings(cluster, flavor),
         },
     }
 
@@ -194,7 +196,10 @@ async def test_restart_keeps_the_pod_and_its_gpus(
         await km.restart_kernel()
         after, _ = await run(km, IDENTITY)
         assert before.split()[0] != after.split()[0], "a new kernel process"
-        assert after.split()[1:] == [job_id, "-", "False"]
+        _, name, gpus, has_x = after.split()
+        assert (name, has_x) == (job_id, "False")
+        # HiveD binds the kernel a GPU, which the runner exposes; elsewhere no device plugin.
+        assert gpus.isdigit() if flavor == "hived" else gpus == "-", after
         assert await the_pod(kernels, job_id) == pod, "the same pod: no new trip through the queue"
         assert await used_gpus_become(kernels, 1) == 1
     finally:
@@ -248,14 +253,16 @@ async def test_shutdown_deletes_the_job_and_frees_its_gpus(
 async def test_a_kernel_waits_in_a_full_vc_and_starts_when_a_job_ends(
     kernels: KubernetesBackend, kube_cluster: TestCluster, flavor: str
 ) -> None:
-    pool = make_backend(kube_cluster, flavor, node_selector=GPU_POOL)
+    # HiveD's research VC has no cells on the runner node, where kernels run: on hived the
+    # kernel waits in default, whose GPUs on the runner node a job holds.
+    hived = flavor == "hived"
+    vc, where, n = ("default", RUNNER, 2) if hived else ("research", GPU_POOL, 4)
+    pool = make_backend(kube_cluster, flavor, node_selector=where)
     await pool.start()
-    km = kernel("pai-research", kube_cluster, flavor)
+    km = kernel("pai-1" if hived else "pai-research", kube_cluster, flavor)
     starting: asyncio.Task[None] | None = None
     try:
-        full = await pool.submit(
-            parse_job(SLEEPER.format(name="full", vc="research", n=4, gpu=2)).job
-        )
+        full = await pool.submit(parse_job(SLEEPER.format(name="full", vc=vc, n=n, gpu=2)).job)
         await wait_for(pool, full.id, lambda d: d.state == JobState.RUNNING)
         # A server's provisioners share one started backend (watch cache synced): the
         # clock starts there, not with this test's first connection to the cluster.
@@ -268,13 +275,14 @@ async def test_a_kernel_waits_in_a_full_vc_and_starts_when_a_job_ends(
 
         first = await eventually(status, "the kernel's queue status", 2)
         assert time.monotonic() - asked <= 2
-        assert first.startswith("waiting for 1 GPU in VC research: "), first
+        assert first.startswith(f"waiting for 1 GPU in VC {vc}: "), first
+        in_use = "4 of 28 in use" if hived else "8 of 8 in use, 0 jobs ahead"
 
         async def full_vc() -> bool:
             # Kueue publishes a ClusterQueue's reserved GPUs a moment after it admits a
             # Workload; the status follows as it changes.
             text = await status() or ""
-            return text.startswith("waiting for 1 GPU in VC research: 8 of 8 in use, 0 jobs ahead")
+            return text.startswith(f"waiting for 1 GPU in VC {vc}: {in_use}")
 
         await eventually(full_vc, "the status to count the full VC", 10)
         waiting = [j for j in await kernels.list_jobs() if j.kind == "kernel"]

@@ -7,7 +7,6 @@ import asyncio
 
 import pytest
 
-from jupyter_pai.backends.models import JobState
 from jupyter_pai.spec import parse_job
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, _cleanup, make_backend
@@ -38,7 +37,8 @@ async def test_nodes_with_a_running_job(kube_cluster: TestCluster, flavor: str) 
         }
         job = await b.submit(parse_job(spec).job)
         deadline = asyncio.get_running_loop().time() + 60
-        while (await b.get_job(job.id)).state != JobState.RUNNING:
+        # Every task placed: a gang's pods are bound one by one (HiveD's too).
+        while not all(t.node for t in (await b.get_job(job.id)).tasks):
             assert asyncio.get_running_loop().time() < deadline, "the job never ran"
             await asyncio.sleep(0.2)
         nodes = await b.nodes()

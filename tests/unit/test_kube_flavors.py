@@ -170,6 +170,16 @@ def test_hived_refuses_a_task_without_gpus() -> None:
     assert [e.path for e in err.value.errors] == ["taskRoles.ps.resourcePerInstance.gpu"]
 
 
+def test_hived_with_cpu_cells_needs_the_gpu_sku_of_a_gpu_task() -> None:
+    """With a CPU SKU and no HiveD address to read the VC's GPU SKU from, a GPU task that
+    names none could be given CPU cells: refused, naming where to write the SKU."""
+    f = FLAVORS["hived"](OPTIONS, hived_cpu_sku="CPU")
+    with pytest.raises(SpecError) as err:
+        f.check_virtual_cluster(JOB, None)
+    assert [e.path for e in err.value.errors] == ["extras.hivedScheduler.taskRoles.worker.skuType"]
+    assert "KubernetesBackend.hived_url" in err.value.errors[0].message
+
+
 @pytest.mark.parametrize(
     ("name", "listing"),
     [("volcano", QUEUES), ("native", PRIORITY_CLASSES), ("kueue", CLUSTER_QUEUES)],

@@ -47,12 +47,12 @@ from .logarchive import LogArchiver
 from .logs import task_log
 from .naming import JobNames, make_names
 from .nodemetrics import NO_PROMETHEUS, PrometheusNodes, attach
-from .nodeusage import node_resources
+from .nodeusage import node_resources, requested_gpus
 from .pods import PodOptions
 from .portforward import TaskPortForwards
 from .resources import NODE
 from .rest import ApiError, Rest, path, typed
-from .states import job_view
+from .states import Obj, job_view
 from .storage import HelperPods
 
 MOUNT_PATH_ANNOTATION = "jupyter-pai.io/mount-path"
@@ -150,11 +150,15 @@ class KubernetesBackend(Backend):
     ).tag(config=True)
 
     hived_cpu_sku = Unicode(
-        "",
         help="""hived flavour: the SKU of HiveD's CPU cells (one CPU each, as in OpenPAI's
         CPU-only virtual clusters), where tasks without GPUs are placed: one cell per CPU
-        they ask. Empty: tasks without GPUs are refused (HiveD places GPU cells only).""",
+        they ask. Empty: tasks without GPUs are refused (HiveD places GPU cells only).
+        Default: $JUPYTER_PAI_HIVED_CPU_SKU.""",
     ).tag(config=True)
+
+    @default("hived_cpu_sku")
+    def _default_hived_cpu_sku(self) -> str:
+        return os.environ.get("JUPYTER_PAI_HIVED_CPU_SKU", "")
 
     @default("hived_url")
     def _default_hived_url(self) -> str:
@@ -379,13 +383,18 @@ class KubernetesBackend(Backend):
             names = JobNames.from_annotations(primary["metadata"].get("annotations") or {})
             job_ids[names.base] = names.job_id
         objects = nodes.get("items") or []
-        out = node_resources(objects, self.cache["pods"].values(), job_ids, self.gpu_resource)
+        pods = self.cache["pods"].values()
+        out = node_resources(objects, pods, job_ids, self.gpu_resource, self._pod_gpus)
         if self.node_metrics is None:
             for node in out:
                 node.utilisation_note = NO_PROMETHEUS
         else:
             attach(out, objects, await self.node_metrics.snapshot())
         return out
+
+    def _pod_gpus(self, pod: Obj) -> int:
+        held = self.engine.pod_gpus(pod)
+        return requested_gpus(pod, self.gpu_resource) if held is None else held
 
     async def _cluster_total(self) -> Resources:
         try:

@@ -6,7 +6,7 @@ cannot list other namespaces' pods, so ``gpuUsed`` is what jupyter-pai's jobs he
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..models import NodeResources
@@ -16,10 +16,25 @@ from .naming import LABEL_JOB
 Obj = dict[str, Any]
 
 
+def requested_gpus(pod: Obj, gpu_resource: str) -> int:
+    """The GPUs a pod's containers ask the device plugin for."""
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        requests = (c.get("resources") or {}).get("requests") or {}
+        limits = (c.get("resources") or {}).get("limits") or {}
+        total += int(quantities.parse(limits.get(gpu_resource) or requests.get(gpu_resource)))
+    return total
+
+
 def node_resources(
-    nodes: Iterable[Obj], pods: Iterable[Obj], job_ids: Mapping[str, str], gpu_resource: str
+    nodes: Iterable[Obj],
+    pods: Iterable[Obj],
+    job_ids: Mapping[str, str],
+    gpu_resource: str,
+    gpus_of: Callable[[Obj], int] | None = None,
 ) -> list[NodeResources]:
-    """``job_ids``: a job's base name (the pods' job label) → its id."""
+    """``job_ids``: a job's base name (the pods' job label) → its id. ``gpus_of``: the GPUs
+    a pod holds (HiveD gives them itself); default: what its containers request."""
     out: dict[str, NodeResources] = {}
     for obj in nodes:
         name = obj["metadata"]["name"]
@@ -38,12 +53,9 @@ def node_resources(
         if node_name not in out or phase not in ("Pending", "Running"):
             continue
         here = out[node_name]
+        here.gpu_used += gpus_of(pod) if gpus_of else requested_gpus(pod, gpu_resource)
         for c in pod["spec"].get("containers") or []:
             requests = (c.get("resources") or {}).get("requests") or {}
-            limits = (c.get("resources") or {}).get("limits") or {}
-            here.gpu_used += int(
-                quantities.parse(limits.get(gpu_resource) or requests.get(gpu_resource))
-            )
             here.cpu_requested += quantities.parse(requests.get("cpu"))
             here.memory_mb_requested += quantities.mebibytes(requests.get("memory"))
         job = job_ids.get(((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB, ""))

@@ -109,6 +109,22 @@ def _terminated(pod: Obj) -> Obj | None:
     return None
 
 
+def _last_terminated(pod: Obj) -> Obj | None:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        term = (cs.get("lastState") or {}).get("terminated")
+        if term:
+            return dict(term)
+    return None
+
+
+def _retries_spent_in_place(pod: Obj, retries: int) -> bool:
+    """A pod restarted in place (``restartPolicy: OnFailure``) more often than the task's
+    ``taskRetryCount``, and not succeeded since."""
+    in_place = (pod.get("spec") or {}).get("restartPolicy") == "OnFailure"
+    succeeded = (pod.get("status") or {}).get("phase") == "Succeeded"
+    return in_place and not succeeded and _restarts(pod) > retries
+
+
 def _restarts(pod: Obj) -> int:
     return sum(
         int(cs.get("restartCount") or 0)
@@ -202,6 +218,12 @@ def tasks_from_pods(
                 if task.state == TaskState.FAILED and failures < spec.task_retry_count:
                     task.state = TaskState.WAITING  # the controller recreates it
                     task.exit_reason = f"retrying after exit code {task.exit_code}"
+                if _retries_spent_in_place(pod, spec.task_retry_count):
+                    # The kubelet would restart it for ever; the retries are spent.
+                    last = _last_terminated(pod) or {}
+                    task.state = TaskState.FAILED
+                    task.exit_code = int(last.get("exitCode") or 1)
+                    task.exit_reason = last.get("reason") or "Error"
                 deleted = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
                 if deleted and killed and task.state != TaskState.SUCCEEDED:
                     task.state = TaskState.STOPPED

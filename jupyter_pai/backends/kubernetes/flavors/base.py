@@ -111,6 +111,11 @@ class Flavor:
     def peer_host(self, names: JobNames, role: str, index: int) -> str:
         return default_peer_host(names, role, index)
 
+    def pod_gpus(self, pod: Manifest) -> int | None:
+        """The GPUs ``pod`` holds where the scheduler, not the device plugin, gives them;
+        None: what its containers request."""
+        return None
+
     async def refresh(self) -> None:
         """Re-read what the scheduler keeps outside the API server (HiveD's cells), before
         virtual clusters are listed or a job checked. The only hook that may do I/O; the

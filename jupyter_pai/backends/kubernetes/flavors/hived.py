@@ -103,6 +103,16 @@ class HivedFlavor(Flavor):
         #: None: no HiveD address configured, so any VC name is accepted (HiveD decides).
         self.cells = HivedCells(url, cpu_sku=self.cpu_sku) if url else None
 
+    def pod_gpus(self, pod: Manifest) -> int | None:
+        # HiveD gives GPUs as leaf cells, not through the device plugin's resource.
+        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(SPEC_ANNOTATION)
+        if not text:
+            return None
+        spec = yaml.safe_load(text) or {}
+        if self.cpu_sku and spec.get("leafCellType") == self.cpu_sku:
+            return 0
+        return int(spec.get("leafCellNumber") or 0)
+
     def _gpu_sku(self, vc: str) -> str | None:
         """The VC's one GPU SKU, where CPU cells make naming it necessary (from HiveD's
         status, read just before a submission is built)."""
@@ -171,6 +181,8 @@ class HivedFlavor(Flavor):
                     gpu_in_resources=False,
                     extra_env=[{"name": "NVIDIA_VISIBLE_DEVICES", **devices}],
                 )
+                if spec.task_retry_count > 0:  # no controller replaces a bare pod
+                    template["spec"]["restartPolicy"] = "OnFailure"
                 objects.append(
                     {
                         "apiVersion": "v1",
@@ -197,6 +209,21 @@ class HivedFlavor(Flavor):
             for role, spec in job.task_roles.items()
             if spec.resource_per_instance.gpu < 1 and not self.cpu_sku
         ]
+        hived = job.extras.hived_scheduler
+        sku_named = {r for r, h in (hived.task_roles if hived else {}).items() if h.sku_type}
+        vc_known = known is None or job.virtual_cluster in known  # else: the VC's error
+        if self.cpu_sku and vc_known and self._gpu_sku(job.virtual_cluster) is None:
+            # HiveD may give a task that names no SKU any leaf cells, CPU cells included.
+            errors += [
+                FieldError(
+                    f"extras.hivedScheduler.taskRoles.{role}.skuType",
+                    f"virtual cluster {job.virtual_cluster} has CPU cells ({self.cpu_sku}) and "
+                    "no one GPU SKU this server knows of: name the role's GPU SKU, or set "
+                    "KubernetesBackend.hived_url so that the VC's is read from HiveD",
+                )
+                for role, spec in job.task_roles.items()
+                if spec.resource_per_instance.gpu > 0 and role not in sku_named
+            ]
         if errors:
             raise SpecError(errors)
         super().check_virtual_cluster(job, known)
