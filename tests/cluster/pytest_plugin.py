@@ -117,17 +117,18 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClust
         status = plane.status()
         if state is None or not status or not all(status.values()):
             raise RuntimeError(f"no running cluster in {reuse}: {status}")
-        with _environment(TestCluster(state).backend_env()):
+        with environment(TestCluster(state).backend_env()):
             yield TestCluster(state)
         return
     with running_cluster(tmp_path_factory.mktemp("kube-cluster")) as cluster:
-        with _environment(cluster.backend_env()):
+        with environment(cluster.backend_env()):
             yield cluster
 
 
 @contextlib.contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
-    """The session's cluster in the environment of the test process and its children."""
+def environment(variables: dict[str, str]) -> Iterator[None]:
+    """``variables`` in the environment of the test process and its children, restored
+    on exit (the session's cluster; a kernel's settings)."""
     saved = {k: os.environ.get(k) for k in variables}
     os.environ.update(variables)
     try:

@@ -146,13 +146,7 @@ async def test_the_vcs_listed_and_checked_are_hiveds_with_their_cells_in_use(
     bound to pods), and a submission is checked against them: an unknown VC or more GPUs
     than the VC has are refused at once, naming the field, with nothing created."""
     _cleanup(kube_cluster, NS)
-    b = make_backend(
-        kube_cluster,
-        "hived",
-        node_selector=RUNNER,
-        hived_url=kube_cluster.hived_url,
-        hived_cpu_sku="CPU",
-    )
+    b = make_backend(kube_cluster, "hived", node_selector=RUNNER)  # with HiveD's URL, CPU SKU
     await b.start()
     try:
         gpu_nodes = len(kube_cluster.gpu_nodes)
@@ -234,13 +228,7 @@ async def test_a_task_without_gpus_runs_on_the_cpu_cells(kube_cluster: TestClust
     """With ``hived_cpu_sku`` a task without GPUs asks HiveD for cells of the CPU SKU (one
     per CPU) and sees no GPU; the VC row counts its CPU cells in use."""
     _cleanup(kube_cluster, NS)
-    b = make_backend(
-        kube_cluster,
-        "hived",
-        node_selector=RUNNER,
-        hived_url=kube_cluster.hived_url,
-        hived_cpu_sku="CPU",
-    )
+    b = make_backend(kube_cluster, "hived", node_selector=RUNNER)  # with HiveD's URL, CPU SKU
     await b.start()
     try:
         submitted = await b.submit(parse_job(MIXED).job)

@@ -32,7 +32,7 @@ from jupyter_pai.errors import NotFound
 from jupyter_pai.kernels.backends import backend_for, close_backends
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec import parse_job
-from tests.cluster.pytest_plugin import TestCluster
+from tests.cluster.pytest_plugin import TestCluster, environment
 from tests.kernels import IDENTITY, eventually, run, write_kernelspec
 from tests.kube.test_backend_jobs import (
     GPU_POOL,
@@ -157,19 +157,13 @@ def test_conformance(kube_cluster: TestCluster, flavor: str, tmp_path: Path) -> 
     (tmp_path / "config" / "jupyter_pai_config.json").write_text(
         json.dumps(backend_config(kube_cluster, flavor))
     )
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     _cleanup(kube_cluster, NS)
     try:
-        suite = unittest.defaultTestLoader.loadTestsFromTestCase(Conformance)
-        stream = io.StringIO()
-        result = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
+        with environment(env):
+            suite = unittest.defaultTestLoader.loadTestsFromTestCase(Conformance)
+            stream = io.StringIO()
+            result = unittest.TextTestRunner(stream=stream, verbosity=2).run(suite)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         _cleanup(kube_cluster, NS)
     print(stream.getvalue())
     assert result.wasSuccessful(), stream.getvalue()
