@@ -45,7 +45,7 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClust
         yield cluster
 
 
-@pytest.fixture(params=["native", "volcano", "kueue"])
+@pytest.fixture(params=["native", "volcano", "kueue", "hived"])
 def flavor(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
