@@ -10,6 +10,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from ..spec.render import HIDDEN, redact
 
@@ -64,25 +65,32 @@ async def stream_file(
         await asyncio.sleep(pause)
         pause = min(pause * 2, FOLLOW_POLL_SECONDS)
     pause = FIRST_POLL_SECONDS
-    if not await asyncio.to_thread(path.exists):
-        return
     suffix = b""
     if secrets and (offset > 0 or limit is not None):
         # A byte range may cut a secret in two: hide the part of it on our side of each cut.
+        if not await asyncio.to_thread(path.exists):
+            return
         offset, limit, prefix, suffix = await asyncio.to_thread(
             _uncut_secrets, path, offset, limit, secrets
         )
         if prefix:
             yield prefix
     remaining = limit
-    f = await asyncio.to_thread(open, path, "rb")
+    first = CHUNK if remaining is None else min(CHUNK, remaining)
+    # Open, seek and the first read in one thread hop.
+    opened = await asyncio.to_thread(_open_at, path, offset, first)
+    if opened is None:
+        return
+    f, inode, first_bytes = opened
+    read: bytes | None = first_bytes
     try:
-        inode = os.fstat(f.fileno()).st_ino
-        await asyncio.to_thread(f.seek, offset)
         while True:
             size = CHUNK if remaining is None else min(CHUNK, remaining)
-            data = await asyncio.to_thread(f.read, size) if size > 0 else b""
+            data = read if read is not None else await _read(f, size)
+            read = None
             if data:
+                # A short read of a file nobody follows is its end: no hop to learn it.
+                at_end = not follow and len(data) < size
                 if remaining is not None:
                     remaining -= len(data)
                 if secrets:
@@ -93,6 +101,8 @@ async def stream_file(
                 if data:
                     yield data
                 pause = FIRST_POLL_SECONDS
+                if at_end:
+                    break
                 continue
             if not follow or (remaining is not None and remaining <= 0):
                 break
@@ -150,6 +160,21 @@ def _uncut_secrets(
     if limit is None and stop == end:
         return start, None, prefix, suffix
     return start, stop - start, prefix, suffix
+
+
+async def _read(f: BinaryIO, size: int) -> bytes:
+    return await asyncio.to_thread(f.read, size) if size > 0 else b""
+
+
+def _open_at(path: Path, offset: int, size: int) -> tuple[BinaryIO, int, bytes] | None:
+    """The file open at ``offset``, its inode and its first ``size`` bytes there; None
+    where there is no file (yet)."""
+    try:
+        f = open(path, "rb")  # the caller's stream closes it
+    except FileNotFoundError:
+        return None
+    f.seek(offset)
+    return f, os.fstat(f.fileno()).st_ino, f.read(size) if size > 0 else b""
 
 
 def _inode(path: Path) -> int | None:

@@ -423,27 +423,9 @@ class LocalBackend(Backend):
     # -- logs ----------------------------------------------------------------------------
 
     async def logs(self, job_id: str, query: LogQuery) -> LogStream:
-        rec = await asyncio.to_thread(self._read, job_id)
-        role = query.role or rec.tasks[0].role
-        try:
-            rec.task(role, query.index)
-        except KeyError:
-            raise NotFound(f"job {job_id} has no task {role}-{query.index}") from None
-        path = self.store.log_path(job_id, role, query.index, query.attempt)
-        if query.attempt is not None and not path.exists():
-            raise NotFound(
-                f"task {role}-{query.index} of job {job_id} has no attempt {query.attempt}"
-            )
-        size = path.stat().st_size if path.exists() else 0
-        if query.offset is not None:
-            if query.offset < 0:
-                raise BadRequest("offset must be ≥ 0")
-            start = min(query.offset, size)
-        elif query.tail is not None and path.exists():
-            start = await asyncio.to_thread(tail_offset, path, query.tail)
-        else:
-            start = 0
-        job = JobProtocol.model_validate(await asyncio.to_thread(self.store.read_spec, job_id))
+        # One thread hop for everything before the first bytes: under load each hop waits
+        # behind every other request's in the pool and wakes the loop again.
+        role, path, size, start, secrets = await asyncio.to_thread(self._log_start, job_id, query)
 
         async def finished() -> bool:
             current = await asyncio.to_thread(self.store.read_job, job_id)
@@ -455,9 +437,38 @@ class LocalBackend(Backend):
             limit=query.limit,
             follow=query.follow and query.attempt is None,
             finished=finished,
-            secrets=secret_values(job),
+            secrets=secrets,
         )
         return LogStream(size=size, chunks=chunks, role=role, index=query.index)
+
+    def _log_start(self, job_id: str, query: LogQuery) -> tuple[str, Path, int, int, list[str]]:
+        """The task's role, its log file, the file's size, the offset to start from and the
+        job's secret values (to redact), or the error that refuses the request."""
+        rec = self._read(job_id)
+        role = query.role or rec.tasks[0].role
+        try:
+            rec.task(role, query.index)
+        except KeyError:
+            raise NotFound(f"job {job_id} has no task {role}-{query.index}") from None
+        if query.offset is not None and query.offset < 0:
+            raise BadRequest("offset must be ≥ 0")
+        path = self.store.log_path(job_id, role, query.index, query.attempt)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            if query.attempt is not None:
+                raise NotFound(
+                    f"task {role}-{query.index} of job {job_id} has no attempt {query.attempt}"
+                ) from None
+            size = -1
+        if query.offset is not None:
+            start = min(query.offset, max(size, 0))
+        elif query.tail is not None and size >= 0:
+            start = tail_offset(path, query.tail)
+        else:
+            start = 0
+        secrets = secret_values(JobProtocol.model_validate(self.store.read_spec(job_id)))
+        return role, path, max(size, 0), start, secrets
 
     # -- storage -------------------------------------------------------------------------
 
