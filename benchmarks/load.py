@@ -2,11 +2,13 @@
 listing (``GET jobs?limit=50`` with ``If-None-Match``, as the panel polls) and reading job
 detail (``GET jobs/{id}``), 20 clients reading logs (``tail=100`` of an ended job's task,
 one of 200 whose logs have 1,000 lines), and 20 clients following the logs of running jobs
-(``follow=true``, open for the whole run), for ``--seconds``. Per kind: count, p50 and p99
-latency (for followers: the time to the first bytes), errors; the server's CPU seconds and
-peak RSS; ratios to the goals (p99 ≤ 200 ms, 0 errors, RSS ≤ 200 MB).
+(``follow=true``, open for the whole run), for ``--seconds``. They authenticate as a
+browser does, by the login cookie (``--auth token``: the token on every request). Per
+kind: count, p50 and p99 latency (for followers: the time to the first bytes), errors;
+the server's CPU seconds and peak RSS; ratios to the goals (p99 ≤ 200 ms, 0 errors,
+RSS ≤ 200 MB).
 
-    python -m benchmarks.load [--jobs 5000] [--seconds 60]
+    python -m benchmarks.load [--jobs 5000] [--seconds 60] [--auth cookie|token]
 
 The seeded jobs are ended records written by the backend's own store (see
 ``benchmarks/list_jobs.py``); the followed jobs are real: 4 two-task jobs submitted over
@@ -26,6 +28,7 @@ import psutil
 from benchmarks.list_jobs import TOKEN, seeded_server, stats
 
 GOAL_P99_MS, GOAL_RSS_MB = 200.0, 200.0
+AUTH = {"Authorization": f"token {TOKEN}"}
 LOGGED = 200  # seeded jobs with logs (1,000 lines per task)
 LISTERS, READERS, LOG_READERS, FOLLOWERS, FOLLOWED_JOBS = 25, 25, 20, 20, 4
 TICKER = "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.05; done"
@@ -96,7 +99,7 @@ async def submit_followed(s: aiohttp.ClientSession, base: str) -> list[str]:
     ids = []
     for n in range(FOLLOWED_JOBS):
         body = {"name": f"ticker-{n}", "instances": 2, "command": TICKER}
-        async with s.post(f"{base}/pai/api/jobs", json=body) as r:
+        async with s.post(f"{base}/pai/api/jobs", json=body, headers=AUTH) as r:
             assert r.status in (200, 201), await r.text()
             ids.append((await r.json())["job"]["id"])
     for job_id in ids:
@@ -108,14 +111,20 @@ async def submit_followed(s: aiohttp.ClientSession, base: str) -> list[str]:
     return ids
 
 
-async def run(port: int, pid: int, jobs: int, seconds: float) -> None:
+async def run(port: int, pid: int, jobs: int, seconds: float, auth: str = "cookie") -> None:
     base = f"http://127.0.0.1:{port}"
     ids = [f"user{i % 50}~job-{i:05d}" for i in range(jobs)]
     t = Tally()
     proc = psutil.Process(pid)
-    headers = {"Authorization": f"token {TOKEN}"}
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(headers=headers, connector=connector) as s:
+    # "cookie": as a browser's panel does, the token once, then the server's login cookie
+    # (the jar must take a cookie from an IP address). "token": the token on every request,
+    # as a script does; Jupyter Server then makes a user and signs a cookie each time.
+    jar = aiohttp.CookieJar(unsafe=True)
+    headers = AUTH if auth == "token" else {}
+    async with aiohttp.ClientSession(headers=headers, connector=connector, cookie_jar=jar) as s:
+        async with s.get(f"{base}/pai/api/info", headers=AUTH) as r:
+            assert r.status == 200, await r.text()
         followed = await submit_followed(s, base)
         cpu0 = sum(proc.cpu_times()[:2])
         until = time.monotonic() + seconds
@@ -134,10 +143,11 @@ async def run(port: int, pid: int, jobs: int, seconds: float) -> None:
         await asyncio.gather(*tasks)
         cpu = sum(proc.cpu_times()[:2]) - cpu0
         for job_id in followed:
-            async with s.delete(f"{base}/pai/api/jobs/{job_id}") as r:
+            async with s.delete(f"{base}/pai/api/jobs/{job_id}", headers=AUTH) as r:
                 await r.read()
     print(
-        f"{jobs} jobs, {seconds:.0f} s, {LISTERS + READERS + LOG_READERS} polling clients + {FOLLOWERS} followers"
+        f"{jobs} jobs, {seconds:.0f} s, {LISTERS + READERS + LOG_READERS} polling clients"
+        f" + {FOLLOWERS} followers, authenticated by {auth}"
     )
     print(f"{'kind':8} {'count':>7} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}  p99/goal")
     for kind in ("list", "detail", "logs", "follow"):
@@ -158,9 +168,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--jobs", type=int, default=5000)
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument(
+        "--auth",
+        choices=("cookie", "token"),
+        default="cookie",
+        help="how the clients authenticate: a login cookie as a browser, or the token on every request",
+    )
     args = ap.parse_args()
     with seeded_server(args.jobs, log_lines=1000, logged=LOGGED) as (_, port, server):
-        asyncio.run(run(port, server.pid, args.jobs, args.seconds))
+        asyncio.run(run(port, server.pid, args.jobs, args.seconds, args.auth))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,12 +39,46 @@ def tail_offset(path: Path, lines: int) -> int:
             pos -= step
             f.seek(pos)
             block = f.read(step)
-            for i in range(len(block) - 1, -1, -1):
-                if block[i] == 0x0A:
-                    seen += 1
-                    if seen == lines:
-                        return pos + i + 1
+            # rfind, not a loop over bytes: it holds the GIL the loop needs for a fraction.
+            at = len(block)
+            while (at := block.rfind(b"\n", 0, at)) != -1:
+                seen += 1
+                if seen == lines:
+                    return pos + at + 1
         return 0
+
+
+@dataclass
+class LogStart:
+    """Where a read begins, found off the loop in one go (see :func:`begin_reading`): the
+    file open at its first byte (None where there is no file yet), its inode, the first
+    chunk, what is left of the limit, and the placeholders for secrets cut by the range."""
+
+    file: BinaryIO | None
+    inode: int = 0
+    first: bytes = b""
+    limit: int | None = None
+    prefix: bytes = b""
+    suffix: bytes = b""
+
+
+def begin_reading(
+    path: Path, offset: int = 0, limit: int | None = None, secrets: list[str] | None = None
+) -> LogStart:
+    """Open ``path`` at ``offset`` and read its first chunk (blocking: run it in a thread,
+    with whatever else a request checks first, so a log costs the loop one hop)."""
+    prefix = suffix = b""
+    if secrets and (offset > 0 or limit is not None):
+        # A byte range may cut a secret in two: hide the part of it on our side of each cut.
+        try:
+            offset, limit, prefix, suffix = _uncut_secrets(path, offset, limit, secrets)
+        except FileNotFoundError:
+            return LogStart(None)
+    opened = _open_at(path, offset, CHUNK if limit is None else min(CHUNK, limit))
+    if opened is None:
+        return LogStart(None)
+    f, inode, first = opened
+    return LogStart(f, inode, first, limit, prefix, suffix)
 
 
 async def stream_file(
@@ -54,36 +89,28 @@ async def stream_file(
     follow: bool = False,
     finished: Callable[[], Awaitable[bool]] | None = None,
     secrets: list[str] | None = None,
+    begun: LogStart | None = None,
 ) -> AsyncIterator[bytes]:
     """Yield the file's bytes from ``offset``; with ``follow``, keep yielding until
-    ``finished()`` says the writer is done and everything written has been sent."""
+    ``finished()`` says the writer is done and everything written has been sent.
+    ``begun``: the start already read by :func:`begin_reading` with these arguments."""
     pending = b""  # an incomplete last line, held back only when secrets must be redacted
     pause = FIRST_POLL_SECONDS
-    while follow and not await asyncio.to_thread(path.exists):
-        if finished is not None and await finished():
+    if begun is None:
+        begun = await asyncio.to_thread(begin_reading, path, offset, limit, secrets)
+    start = begun
+    while (f := start.file) is None:
+        if not follow or (finished is not None and await finished()):
             return
         await asyncio.sleep(pause)
         pause = min(pause * 2, FOLLOW_POLL_SECONDS)
+        start = await asyncio.to_thread(begin_reading, path, offset, limit, secrets)
     pause = FIRST_POLL_SECONDS
-    suffix = b""
-    if secrets and (offset > 0 or limit is not None):
-        # A byte range may cut a secret in two: hide the part of it on our side of each cut.
-        if not await asyncio.to_thread(path.exists):
-            return
-        offset, limit, prefix, suffix = await asyncio.to_thread(
-            _uncut_secrets, path, offset, limit, secrets
-        )
-        if prefix:
-            yield prefix
-    remaining = limit
-    first = CHUNK if remaining is None else min(CHUNK, remaining)
-    # Open, seek and the first read in one thread hop.
-    opened = await asyncio.to_thread(_open_at, path, offset, first)
-    if opened is None:
-        return
-    f, inode, first_bytes = opened
-    read: bytes | None = first_bytes
+    inode, suffix, remaining = start.inode, start.suffix, start.limit
+    read: bytes | None = start.first
     try:
+        if start.prefix:
+            yield start.prefix
         while True:
             size = CHUNK if remaining is None else min(CHUNK, remaining)
             data = read if read is not None else await _read(f, size)

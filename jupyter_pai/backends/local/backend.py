@@ -7,6 +7,8 @@ import contextlib
 import os
 import signal
 import socket
+import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from ...spec.render import public_spec, secret_values
 from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
 from ..envcontract import port_requests
-from ..logfiles import stream_file, tail_offset
+from ..logfiles import LogStart, begin_reading, stream_file, tail_offset
 from ..models import (
     Info,
     JobDetail,
@@ -126,11 +128,16 @@ class LocalBackend(Backend):
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
         self._summaries: dict[str, tuple[int, JobRecord]] = {}
         self._listed: tuple[str, list[JobSummary]] | None = None
+        # One re-list at a time: clients that ask together (every open panel after a
+        # change, or at a server's start) wait for it instead of each reading every record.
+        self._relisting = threading.Lock()
         # Each record's summary, made again only when ``_read`` gave a new record.
         self._made: dict[str, tuple[JobRecord, JobSummary]] = {}
+        self._secrets: dict[str, tuple[datetime, list[str]]] = {}
         self.nvml = NvmlGpus()
         self.host_usage = HostUsage()
         self._housekeeper: asyncio.Task[None] | None = None
+        self._warming: asyncio.Future[list[JobSummary]] | None = None
 
     def _slots(self) -> list[str]:
         value = self.gpu_slots
@@ -148,6 +155,9 @@ class LocalBackend(Backend):
         await asyncio.to_thread(self._start_sync)
         if self.housekeeping > 0:
             self._housekeeper = asyncio.create_task(self._housekeep())
+        # Read every record once now, off the loop: the first listing otherwise costs the
+        # first panels that open (about a second at 5,000 jobs), and all that wait behind it.
+        self._warming = asyncio.ensure_future(asyncio.to_thread(self._listing))
 
     def _start_sync(self) -> None:
         with self.store.locked():
@@ -158,6 +168,9 @@ class LocalBackend(Backend):
             schedule(self.store)
 
     async def close(self) -> None:
+        if self._warming is not None:
+            with contextlib.suppress(Exception):  # a listing that fails fails again when asked
+                await self._warming
         if self._housekeeper is not None:
             self._housekeeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -222,8 +235,16 @@ class LocalBackend(Backend):
         """Every job's summary, newest first; read again only when the store's generation
         moved (taken first, so the cached list is never older than its tag)."""
         generation = self.store.generation()
-        if self._listed is not None and self._listed[0] == generation:
-            return self._listed[1]
+        listed = self._listed
+        if listed is not None and listed[0] == generation:
+            return listed[1]
+        with self._relisting:
+            listed = self._listed
+            if listed is not None and listed[0] == generation:
+                return listed[1]  # made meanwhile by the request this one waited for
+            return self._relist(generation)
+
+    def _relist(self, generation: str) -> list[JobSummary]:
         made = self._made
         self._made = {
             r.id: made[r.id] if r.id in made and made[r.id][0] is r else (r, summary(r))
@@ -238,10 +259,23 @@ class LocalBackend(Backend):
         return jobs
 
     async def get_job(self, job_id: str) -> JobDetail:
-        rec = await asyncio.to_thread(self._read, job_id)
-        spec = await asyncio.to_thread(self.store.read_spec, job_id)
-        job = JobProtocol.model_validate(spec)
-        return detail(rec, job)
+        # One hop: the record, the spec and their validation off the loop together.
+        return await asyncio.to_thread(self._detail, job_id)
+
+    def _detail(self, job_id: str) -> JobDetail:
+        rec = self._read(job_id)
+        return detail(rec, JobProtocol.model_validate(self.store.read_spec(job_id)))
+
+    def _secrets_of(self, rec: JobRecord) -> list[str]:
+        """The job's secret values, to redact from its logs. A spec never changes once
+        submitted, so they are read once per job (its submission time tells a job from a
+        later one of the same name)."""
+        known = self._secrets.get(rec.id)
+        if known is not None and known[0] == rec.submission_time:
+            return known[1]
+        values = secret_values(JobProtocol.model_validate(self.store.read_spec(rec.id)))
+        self._secrets[rec.id] = (rec.submission_time, values)
+        return values
 
     async def virtual_clusters(self) -> list[VirtualCluster]:
         records = await asyncio.to_thread(self._all)
@@ -425,7 +459,9 @@ class LocalBackend(Backend):
     async def logs(self, job_id: str, query: LogQuery) -> LogStream:
         # One thread hop for everything before the first bytes: under load each hop waits
         # behind every other request's in the pool and wakes the loop again.
-        role, path, size, start, secrets = await asyncio.to_thread(self._log_start, job_id, query)
+        role, path, size, start, secrets, begun = await asyncio.to_thread(
+            self._log_start, job_id, query
+        )
 
         async def finished() -> bool:
             current = await asyncio.to_thread(self.store.read_job, job_id)
@@ -438,12 +474,16 @@ class LocalBackend(Backend):
             follow=query.follow and query.attempt is None,
             finished=finished,
             secrets=secrets,
+            begun=begun,
         )
         return LogStream(size=size, chunks=chunks, role=role, index=query.index)
 
-    def _log_start(self, job_id: str, query: LogQuery) -> tuple[str, Path, int, int, list[str]]:
-        """The task's role, its log file, the file's size, the offset to start from and the
-        job's secret values (to redact), or the error that refuses the request."""
+    def _log_start(
+        self, job_id: str, query: LogQuery
+    ) -> tuple[str, Path, int, int, list[str], LogStart]:
+        """The task's role, its log file, the file's size, the offset to start from, the
+        job's secret values (to redact) and the file opened there with its first chunk read;
+        or the error that refuses the request."""
         rec = self._read(job_id)
         role = query.role or rec.tasks[0].role
         try:
@@ -467,8 +507,9 @@ class LocalBackend(Backend):
             start = tail_offset(path, query.tail)
         else:
             start = 0
-        secrets = secret_values(JobProtocol.model_validate(self.store.read_spec(job_id)))
-        return role, path, max(size, 0), start, secrets
+        secrets = self._secrets_of(rec)
+        begun = begin_reading(path, start, query.limit, secrets)
+        return role, path, max(size, 0), start, secrets, begun
 
     # -- storage -------------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ from ...backends.base import LogQuery
 from ...errors import BadRequest, FieldError
 from .base import PAIHandler, StreamingHandler
 
+FLUSH_BYTES = 256 * 1024
+
 
 def _int_arg(handler: PAIHandler, name: str, *, minimum: int = 0) -> int | None:
     raw = handler.get_argument(name, None)
@@ -70,10 +72,18 @@ class JobLogsHandler(StreamingHandler):
         self.set_header("X-Log-Size", str(stream.size))
         self.set_header("X-Task", f"{stream.role}-{stream.index}")
         self.set_header("Cache-Control", "no-store")
+        # A follower gets each chunk at once and is dropped when it leaves; a read of what
+        # is written goes out in flushes of FLUSH_BYTES (one, with the end, for a tail),
+        # each flush being one more turn of a busy loop.
+        chunks = _until(stream.chunks, self._gone) if query.follow else stream.chunks
+        unflushed = 0
         try:
-            async for chunk in _until(stream.chunks, self._gone):
+            async for chunk in chunks:
                 self.write(chunk)
-                await self.flush()
+                unflushed += len(chunk)
+                if query.follow or unflushed >= FLUSH_BYTES:
+                    await self.flush()
+                    unflushed = 0
         except StreamClosedError:
             return  # the reader went away; the generator is closed below
         finally:
