@@ -13,7 +13,13 @@ from tests.cluster import controlplane
 
 
 @contextlib.contextmanager
-def cluster(existing: str | None = None, *, gpu_nodes: bool = True) -> Iterator[controlplane.State]:
+def cluster(
+    existing: str | None = None,
+    *,
+    gpu_nodes: bool = True,
+    runner: bool = False,
+    schedulers: bool = True,
+) -> Iterator[controlplane.State]:
     if existing:
         state = controlplane.State.load(Path(existing))
         if state is None:
@@ -23,7 +29,11 @@ def cluster(existing: str | None = None, *, gpu_nodes: bool = True) -> Iterator[
     with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp:
         plane = controlplane.ControlPlane(Path(tmp) / "cluster")
         t0 = time.monotonic()
-        options = controlplane.Options(tie_to_parent=True, runner_pool=None)
+        options = controlplane.Options(tie_to_parent=True)
+        if not runner:  # the node whose pods really run (tests/cluster/runner)
+            options.runner_pool = None
+        if not schedulers:  # kube-scheduler alone: Volcano, Kueue and HiveD cost CPU idle
+            options.volcano = options.kueue = options.hived = False
         if not gpu_nodes:
             options.gpu_pool = None
         state = plane.up(options)

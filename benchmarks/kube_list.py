@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import time
@@ -22,9 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.cluster
 from benchmarks.kube_cluster import cluster
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.kubernetes.flavors.base import config_map_primary
-from jupyter_pai.backends.kubernetes.naming import make_names
+from jupyter_pai.backends.kubernetes.naming import ANN_OUTCOME, make_names
 from jupyter_pai.backends.kubernetes.resources import CONFIG_MAP
 from jupyter_pai.backends.kubernetes.rest import ApiError, path
+from jupyter_pai.backends.kubernetes.states import now
 from jupyter_pai.backends.models import JobList
 from jupyter_pai.errors import Unavailable
 from jupyter_pai.spec import parse_job
@@ -48,15 +50,22 @@ async def run(kubeconfig: str, jobs: int, rounds: int) -> None:
         await b.close()
 
 
-async def measure(b: KubernetesBackend, count: int, rounds: int) -> None:
+async def seed(b: KubernetesBackend, count: int, *, ended: bool = False) -> None:
+    """Have ``count`` jobs of the backend's user in its namespace: native primary objects
+    (ConfigMaps built by the backend's own builder) made directly, 8 at a time, so no pod
+    runs; waits until the backend's watch cache holds them all. ``ended``: each carries the
+    outcome the completion policy writes when a job ends (SUCCEEDED), else they wait."""
     rest = b._rest()
     have = len(b.cache["primary"].values())
     sem = asyncio.Semaphore(8)
 
     async def create(i: int) -> None:
         job = parse_job(SPEC.format(i=i)).job
-        body = config_map_primary(job, make_names(job, "bench"), "native")
+        body = config_map_primary(job, make_names(job, b.user), "native")
         body["metadata"]["namespace"] = b.namespace
+        if ended:
+            outcome = {"state": "SUCCEEDED", "reason": "every task succeeded", "exitCode": 0}
+            body["metadata"]["annotations"][ANN_OUTCOME] = json.dumps(outcome | {"time": now()})
         async with sem:
             for attempt in range(5):  # a busy 2-core machine times out now and then
                 try:
@@ -75,6 +84,11 @@ async def measure(b: KubernetesBackend, count: int, rounds: int) -> None:
     print(f"created {count - have} jobs in {time.perf_counter() - t0:.1f}s", flush=True)
     while len(b.cache["primary"].values()) < count:
         await b.cache["primary"].changed(1.0)
+
+
+async def measure(b: KubernetesBackend, count: int, rounds: int) -> None:
+    rest = b._rest()
+    await seed(b, count)
 
     async def get_jobs() -> int:
         jobs = await b.list_jobs()

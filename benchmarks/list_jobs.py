@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -94,7 +94,11 @@ def free_port() -> int:
         return port
 
 
-def start_server(state_dir: Path, root: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(
+    state_dir: Path, root: Path, port: int, options: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """A Jupyter server with jupyter-pai, on the local backend over ``state_dir`` unless
+    ``options`` (more command-line settings) say otherwise; its log goes beside it."""
     env = dict(os.environ, JUPYTER_PAI_STATE_DIR=str(state_dir), JUPYTER_PAI_LOCAL_GPUS="4")
     env.pop("JUPYTER_PAI_BACKEND", None)
     cmd = [
@@ -109,6 +113,7 @@ def start_server(state_dir: Path, root: Path, port: int) -> subprocess.Popen[byt
         "--ServerApp.jpserver_extensions={'jupyter_pai': True}",
         "--ServerApp.log_level=WARN",
         "--allow-root",
+        *options,
     ]
     # Its log goes to a file: a pipe nobody reads fills up under load (a warning per 404)
     # and then blocks the server.

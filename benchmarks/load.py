@@ -12,15 +12,20 @@ RSS ≤ 200 MB).
 
 The seeded jobs are ended records written by the backend's own store (see
 ``benchmarks/list_jobs.py``); the followed jobs are real: 4 two-task jobs submitted over
-REST that print a line every 50 ms. The Kubernetes backend is not measured here."""
+REST that print a line every 50 ms. ``benchmarks/kube_load.py``: the same clients against the
+Kubernetes backend on the test cluster."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import psutil
@@ -41,8 +46,19 @@ class Tally:
         self.followed_bytes = 0
 
 
+@dataclass
+class Mix:
+    """What the clients ask for: jobs to list and read (``ids``), jobs whose first worker's
+    log has 1,000 lines (``logged``, read by ``tail=100``), and running two-worker jobs whose
+    logs are followed (``followed``)."""
+
+    ids: list[str]
+    logged: list[str]
+    followed: list[str]
+
+
 async def poll(
-    kind: str, s: aiohttp.ClientSession, base: str, ids: list[str], until: float, t: Tally
+    kind: str, s: aiohttp.ClientSession, base: str, mix: Mix, until: float, t: Tally
 ) -> None:
     etag = ""
     while time.monotonic() < until:
@@ -51,9 +67,9 @@ async def poll(
             url = f"{base}/pai/api/jobs?limit=50"
             headers = {"If-None-Match": etag} if etag else {}
         elif kind == "detail":
-            url = f"{base}/pai/api/jobs/{random.choice(ids)}"
+            url = f"{base}/pai/api/jobs/{random.choice(mix.ids)}"
         else:
-            job_id = random.choice(ids[:LOGGED])
+            job_id = random.choice(mix.logged)
             url = f"{base}/pai/api/jobs/{job_id}/logs?role=worker&index=0&tail=100"
         start = time.perf_counter()
         try:
@@ -95,60 +111,78 @@ async def follow(
         t.errors["follow"] += 1
 
 
-async def submit_followed(s: aiohttp.ClientSession, base: str) -> list[str]:
-    ids = []
-    for n in range(FOLLOWED_JOBS):
-        body = {"name": f"ticker-{n}", "instances": 2, "command": TICKER}
-        async with s.post(f"{base}/pai/api/jobs", json=body, headers=AUTH) as r:
-            assert r.status in (200, 201), await r.text()
-            ids.append((await r.json())["job"]["id"])
-    for job_id in ids:
-        for _ in range(300):
-            async with s.get(f"{base}/pai/api/jobs/{job_id}") as r:
-                if (await r.json())["state"] == "RUNNING":
-                    break
-            await asyncio.sleep(0.1)
-    return ids
-
-
-async def run(port: int, pid: int, jobs: int, seconds: float, auth: str = "cookie") -> None:
-    base = f"http://127.0.0.1:{port}"
-    ids = [f"user{i % 50}~job-{i:05d}" for i in range(jobs)]
-    t = Tally()
-    proc = psutil.Process(pid)
+@contextlib.asynccontextmanager
+async def session(base: str, auth: str) -> AsyncIterator[aiohttp.ClientSession]:
+    """A client session logged in as ``auth`` says. "cookie": as a browser's panel does, the
+    token once, then the server's login cookie (the jar must take a cookie from an IP
+    address). "token": the token on every request, as a script does; Jupyter Server then
+    makes a user and signs a cookie each time."""
     connector = aiohttp.TCPConnector(limit=0)
-    # "cookie": as a browser's panel does, the token once, then the server's login cookie
-    # (the jar must take a cookie from an IP address). "token": the token on every request,
-    # as a script does; Jupyter Server then makes a user and signs a cookie each time.
     jar = aiohttp.CookieJar(unsafe=True)
     headers = AUTH if auth == "token" else {}
     async with aiohttp.ClientSession(headers=headers, connector=connector, cookie_jar=jar) as s:
         async with s.get(f"{base}/pai/api/info", headers=AUTH) as r:
             assert r.status == 200, await r.text()
-        followed = await submit_followed(s, base)
-        cpu0 = sum(proc.cpu_times()[:2])
-        until = time.monotonic() + seconds
-        kinds = ["list"] * LISTERS + ["detail"] * READERS + ["logs"] * LOG_READERS
-        tasks = [asyncio.create_task(poll(k, s, base, ids, until, t)) for k in kinds]
-        tasks += [
-            asyncio.create_task(
-                follow(s, base, followed[n % FOLLOWED_JOBS], n // FOLLOWED_JOBS % 2, until, t)
+        yield s
+
+
+async def submit(s: aiohttp.ClientSession, base: str, bodies: list[dict[str, Any]]) -> list[str]:
+    """Submit the jobs over REST; their ids."""
+    ids = []
+    for body in bodies:
+        async with s.post(f"{base}/pai/api/jobs", json=body, headers=AUTH) as r:
+            assert r.status in (200, 201), await r.text()
+            ids.append((await r.json())["job"]["id"])
+    return ids
+
+
+async def wait_for(
+    s: aiohttp.ClientSession, base: str, ids: list[str], states: set[str], timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    for job_id in ids:
+        while True:
+            async with s.get(f"{base}/pai/api/jobs/{job_id}") as r:
+                state = (await r.json())["state"]
+            if state in states:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"job {job_id} is {state}, not {'/'.join(states)}")
+            await asyncio.sleep(0.1)
+
+
+def tickers() -> list[dict[str, Any]]:
+    """The followed jobs: two workers each, printing a line every 50 ms."""
+    return [
+        {"name": f"ticker-{n}", "instances": 2, "command": TICKER} for n in range(FOLLOWED_JOBS)
+    ]
+
+
+async def measure(
+    s: aiohttp.ClientSession, base: str, pid: int, mix: Mix, seconds: float, title: str
+) -> None:
+    """Run the clients for ``seconds`` and print the figures."""
+    t = Tally()
+    proc = psutil.Process(pid)
+    cpu0 = sum(proc.cpu_times()[:2])
+    until = time.monotonic() + seconds
+    kinds = ["list"] * LISTERS + ["detail"] * READERS + ["logs"] * LOG_READERS
+    tasks = [asyncio.create_task(poll(k, s, base, mix, until, t)) for k in kinds]
+    tasks += [
+        asyncio.create_task(
+            follow(
+                s, base, mix.followed[n % len(mix.followed)], n // len(mix.followed) % 2, until, t
             )
-            for n in range(FOLLOWERS)
-        ]
-        peak = 0
-        while not all(task.done() for task in tasks):
-            peak = max(peak, proc.memory_info().rss)
-            await asyncio.sleep(0.5)
-        await asyncio.gather(*tasks)
-        cpu = sum(proc.cpu_times()[:2]) - cpu0
-        for job_id in followed:
-            async with s.delete(f"{base}/pai/api/jobs/{job_id}", headers=AUTH) as r:
-                await r.read()
-    print(
-        f"{jobs} jobs, {seconds:.0f} s, {LISTERS + READERS + LOG_READERS} polling clients"
-        f" + {FOLLOWERS} followers, authenticated by {auth}"
-    )
+        )
+        for n in range(FOLLOWERS)
+    ]
+    peak = 0
+    while not all(task.done() for task in tasks):
+        peak = max(peak, proc.memory_info().rss)
+        await asyncio.sleep(0.5)
+    await asyncio.gather(*tasks)
+    cpu = sum(proc.cpu_times()[:2]) - cpu0
+    print(title)
     print(f"{'kind':8} {'count':>7} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}  p99/goal")
     for kind in ("list", "detail", "logs", "follow"):
         times = t.times[kind]
@@ -164,16 +198,36 @@ async def run(port: int, pid: int, jobs: int, seconds: float, auth: str = "cooki
     )
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=5000)
-    ap.add_argument("--seconds", type=float, default=60.0)
+async def run(port: int, pid: int, jobs: int, seconds: float, auth: str = "cookie") -> None:
+    base = f"http://127.0.0.1:{port}"
+    ids = [f"user{i % 50}~job-{i:05d}" for i in range(jobs)]
+    async with session(base, auth) as s:
+        followed = await submit(s, base, tickers())
+        await wait_for(s, base, followed, {"RUNNING"}, 30)
+        title = (
+            f"{jobs} jobs, {seconds:.0f} s, {LISTERS + READERS + LOG_READERS} polling clients"
+            f" + {FOLLOWERS} followers, authenticated by {auth}"
+        )
+        await measure(s, base, pid, Mix(ids, ids[:LOGGED], followed), seconds, title)
+        for job_id in followed:
+            async with s.delete(f"{base}/pai/api/jobs/{job_id}", headers=AUTH) as r:
+                await r.read()
+
+
+def auth_option(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--auth",
         choices=("cookie", "token"),
         default="cookie",
         help="how the clients authenticate: a login cookie as a browser, or the token on every request",
     )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=5000)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    auth_option(ap)
     args = ap.parse_args()
     with seeded_server(args.jobs, log_lines=1000, logged=LOGGED) as (_, port, server):
         asyncio.run(run(port, server.pid, args.jobs, args.seconds, args.auth))

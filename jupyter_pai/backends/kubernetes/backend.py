@@ -299,7 +299,7 @@ class KubernetesBackend(Backend):
     async def jobs_version(self) -> str | None:
         # Job views derive from the watch cache alone: its counters are the tag.
         self.cache.check()
-        return ",".join(f"{r.epoch}.{r.version}" for r in self.cache.reflectors.values())
+        return ",".join(f"{epoch}.{version}" for epoch, version in self.cache.counters())
 
     async def get_job(self, job_id: str) -> JobDetail:
         return self.views.detail(job_id)

@@ -283,3 +283,8 @@ class WatchCache:
     @property
     def version(self) -> tuple[int, ...]:
         return tuple(r.version for r in self.reflectors.values())
+
+    def counters(self) -> tuple[tuple[int, int], ...]:
+        """Each store's (epoch, version): changes whenever anything in the cache does,
+        a re-list after a lost watch included."""
+        return tuple((r.epoch, r.version) for r in self.reflectors.values())
