@@ -42,6 +42,16 @@ import type {
 /** The server extension's URL prefix, below the server's base URL. */
 export const API_NAMESPACE = 'pai/api';
 
+/** The largest page `GET jobs` gives (`limit`); a longer read follows `continue`. */
+export const MAX_PAGE = 1000;
+
+/** A read of `GET jobs`: the newest jobs asked for, the list's tag, and how many there are in all. */
+export interface JobsRead {
+  items: JobSummary[];
+  etag: string | null;
+  total: number;
+}
+
 /**
  * An error answered by the REST API (or the failure to reach it).
  *
@@ -317,27 +327,51 @@ export class PAIClient {
 
   /**
    * `GET jobs` as a conditional request: `null` when the server answers 304
-   * (the list tagged `etag` still holds), else the list and its new tag.
+   * (the list tagged `etag` still holds), else the list, its new tag and the
+   * number of jobs in all. With `wanted`, only the newest `wanted` jobs are
+   * read, in pages of at most `MAX_PAGE` (the tag is the first page's).
    */
   async jobsIfChanged(
     etag: string | null,
-    filter: JobFilter = {}
-  ): Promise<{ items: JobSummary[]; etag: string | null } | null> {
-    const query = queryString({
+    filter: JobFilter = {},
+    wanted?: number
+  ): Promise<JobsRead | null> {
+    const filters = {
       vc: filter.vc,
       state: filter.state ?? undefined,
       user: filter.user,
       keyword: filter.keyword
-    });
+    };
+    const pageOf = (have: number, token?: string): string =>
+      wanted === undefined
+        ? queryString(filters)
+        : queryString({
+            ...filters,
+            limit: String(Math.min(MAX_PAGE, Math.max(1, wanted - have))),
+            continue: token
+          });
     const init: RequestInit = etag
       ? { headers: { 'If-None-Match': etag } }
       : {};
-    const response = await this.raw(`jobs${query}`, init);
+    const response = await this.raw(`jobs${pageOf(0)}`, init);
     if (response.status === 304) {
       return null;
     }
-    const body = (await response.json()) as JobList;
-    return { items: body.items, etag: response.headers.get('ETag') };
+    const first = (await response.json()) as JobList;
+    const items = [...first.items];
+    let token = first.continue ?? null;
+    while (wanted !== undefined && token && items.length < wanted) {
+      const page = await this.request<JobList>(
+        `jobs${pageOf(items.length, token)}`
+      );
+      items.push(...page.items);
+      token = page.continue ?? null;
+    }
+    return {
+      items,
+      etag: response.headers.get('ETag'),
+      total: first.total ?? items.length
+    };
   }
 
   /** The URL of the job change stream (server-sent events), token added if any. */

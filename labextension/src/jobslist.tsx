@@ -16,6 +16,7 @@ import {
   type JobSummary
 } from './models';
 import { describeError, PAIModel } from './model';
+import { ShowMoreJobs } from './showmorejobs';
 import { specToForm } from './spec';
 
 export interface IJobsListProps {
@@ -294,6 +295,7 @@ export function JobsList(props: IJobsListProps): JSX.Element {
         </div>
       )}
       {body}
+      <ShowMoreJobs model={model} />
     </div>
   );
 }

@@ -62,6 +62,9 @@ export type PanelSection = 'launch' | 'jobs' | 'storage' | 'cluster';
 /** Polls while the change stream is up: a safety net, answered 304 mostly. */
 export const STREAMING_POLL_MS = 60 * 1000;
 
+/** Jobs the panel reads at first, and more per "Show more" (newest first). */
+export const PAGE_SIZE = 100;
+
 export class PAIModel {
   /**
    * @param eventSources how to open the job change stream (`undefined`: the
@@ -171,6 +174,18 @@ export class PAIModel {
     return this._jobs;
   }
 
+  /** How many jobs the server lists in all; `jobs` holds the newest of them. */
+  get jobsTotal(): number {
+    return Math.max(this._jobsTotal, this._jobs.length);
+  }
+
+  /** Read the next page of older jobs too (and keep it on each poll). */
+  async showMoreJobs(): Promise<void> {
+    this._wanted = this._jobs.length + PAGE_SIZE;
+    this._jobsEtag = null;
+    await this.refreshNow();
+  }
+
   /** Jobs and clusters were read at least once. */
   get loaded(): boolean {
     return this._loaded;
@@ -233,7 +248,11 @@ export class PAIModel {
     if (change.type === 'deleted') {
       this._jobs = this._jobs.filter(j => j.id !== job.id);
       this._states.delete(job.id);
+      this._jobsTotal = Math.max(0, this._jobsTotal - 1);
     } else {
+      if (change.type === 'added') {
+        this._jobsTotal += 1;
+      }
       this._noticeEnded([job]);
       const others = this._jobs.filter(j => j.id !== job.id);
       // Newest first, as the server lists them.
@@ -297,7 +316,7 @@ export class PAIModel {
   async refresh(): Promise<void> {
     try {
       const [listed, vcs] = await Promise.all([
-        this.client.jobsIfChanged(this._jobsEtag),
+        this.client.jobsIfChanged(this._jobsEtag, {}, this._wanted),
         this.client.virtualClusters()
       ]);
       if (this._infoError) {
@@ -309,6 +328,7 @@ export class PAIModel {
         this._noticeEnded(listed.items);
         this._jobs = listed.items;
         this._jobsEtag = listed.etag;
+        this._jobsTotal = listed.total;
       }
       this._vcs = vcs;
       this._error = null;
@@ -391,6 +411,9 @@ export class PAIModel {
   private _images: Image[] = [];
   private _storages: Storage[] = [];
   private _jobs: JobSummary[] = [];
+  private _jobsTotal = 0;
+  // The newest jobs the panel reads: a page, and one more per "Show more".
+  private _wanted = PAGE_SIZE;
   private _jobsEtag: string | null = null;
   private _stream: JobStream | null = null;
   private _vcTimer = 0;

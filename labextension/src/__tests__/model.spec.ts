@@ -182,3 +182,90 @@ describe('PAIModel with conditional requests and the change stream', () => {
     streamed.dispose();
   });
 });
+
+describe('PAIModel paging the job list', () => {
+  /** A server with `count` jobs, newest first, paged as `GET jobs` pages. */
+  function paged(count: number): {
+    server: FakeServer;
+    model: PAIModel;
+    jobs: JobSummary[];
+  } {
+    const { server, model, jobs } = setup();
+    for (let i = 0; i < count; i++) {
+      jobs.push(job(`job-${String(count - i).padStart(4, '0')}`, 'SUCCEEDED'));
+    }
+    server.on('GET', 'pai/api/jobs', request => {
+      const limit = Number(
+        request.url.searchParams.get('limit') ?? jobs.length
+      );
+      const start = Number(request.url.searchParams.get('continue') ?? 0);
+      const end = Math.min(jobs.length, start + limit);
+      const body = {
+        items: jobs.slice(start, end),
+        total: jobs.length,
+        continue: end < jobs.length ? String(end) : null
+      };
+      return new Response(JSON.stringify(body), {
+        headers: { 'Content-Type': 'application/json', ETag: `"${start}"` }
+      });
+    });
+    return { server, model, jobs };
+  }
+
+  function limits(server: FakeServer): [string | null, string | null][] {
+    return server.requests
+      .filter(r => r.path === 'pai/api/jobs')
+      .map(r => [
+        r.url.searchParams.get('limit'),
+        r.url.searchParams.get('continue')
+      ]);
+  }
+
+  it('reads the newest page, then one more per "Show more"', async () => {
+    const { server, model } = paged(250);
+    await model.refreshNow();
+    expect(model.jobs.length).toBe(100);
+    expect(model.jobsTotal).toBe(250);
+    expect(model.jobs[0].id).toBe('job-0250');
+    await model.showMoreJobs();
+    expect(model.jobs.length).toBe(200);
+    expect(model.jobs[199].id).toBe('job-0051');
+    await model.showMoreJobs();
+    expect(model.jobs.map(j => j.id).slice(-1)).toEqual(['job-0001']);
+    expect(model.jobs.length).toBe(250);
+    // Each poll reads as many as are shown, in one request while they fit.
+    expect(limits(server)).toEqual([
+      ['100', null],
+      ['200', null],
+      ['300', null]
+    ]);
+    model.dispose();
+  });
+
+  it('follows `continue` past the largest page', async () => {
+    const { server, model } = paged(2500);
+    await model.refreshNow();
+    for (let i = 0; i < 11; i++) {
+      await model.showMoreJobs();
+    }
+    expect(model.jobs.length).toBe(1200);
+    expect(model.jobs[1199].id).toBe('job-1301');
+    expect(limits(server).slice(-2)).toEqual([
+      ['1000', null],
+      ['200', '1000']
+    ]);
+    model.dispose();
+  });
+
+  it('counts jobs added and deleted by the stream', async () => {
+    const { model } = paged(150);
+    await model.refreshNow();
+    model.applyChange({ type: 'added', job: job('job-9999', 'RUNNING') });
+    expect(model.jobsTotal).toBe(151);
+    expect(model.jobs[0].id).toBe('job-9999');
+    model.applyChange({ type: 'deleted', job: job('job-0150', 'SUCCEEDED') });
+    expect(model.jobsTotal).toBe(150);
+    expect(model.jobs.length).toBe(100);
+    model.dispose();
+  });
+});
