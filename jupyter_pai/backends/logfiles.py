@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..spec.render import HIDDEN, redact
+from ..spec.render import HIDDEN, redact_bytes
 
 CHUNK = 64 * 1024
 # A follower polls fast when the log has just moved (or not started yet: a cell's first line
@@ -124,7 +124,7 @@ async def stream_file(
                     data = pending + data
                     cut = data.rfind(b"\n") + 1
                     data, pending = data[:cut], data[cut:]
-                    data = _redact(data, secrets)
+                    data = redact_bytes(data, secrets)
                 if data:
                     yield data
                 pause = FIRST_POLL_SECONDS
@@ -147,7 +147,7 @@ async def stream_file(
             await asyncio.sleep(pause)
             pause = min(pause * 2, FOLLOW_POLL_SECONDS)
         if pending:
-            yield _redact(pending, secrets or [])
+            yield redact_bytes(pending, secrets or [])
         if suffix:
             yield suffix
     finally:
@@ -209,11 +209,3 @@ def _inode(path: Path) -> int | None:
         return os.stat(path).st_ino
     except FileNotFoundError:
         return None
-
-
-def _redact(data: bytes, secrets: list[str]) -> bytes:
-    if not secrets:
-        return data
-    return redact(data.decode("utf-8", errors="surrogateescape"), secrets).encode(
-        "utf-8", errors="surrogateescape"
-    )

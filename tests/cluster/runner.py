@@ -6,7 +6,8 @@ logs that it serves as the runner nodes' kubelet endpoint (kubeletproxy), expose
 declared container ports to port-forward (a kwok `PortForward` object per pod, served
 by the runner nodes' own kwok behind that endpoint), and reports the pod's life in its
 status. Deleting the pod stops its processes (SIGTERM,
-then SIGKILL after the grace period). kwok's Stages leave these pods alone.
+then SIGKILL after the grace period) and, as kubelet does, removes the pod a moment after
+they have exited. kwok's Stages leave these pods alone.
 
 Run by `up` as `python -m tests.cluster.runner`; one thread handles every event, so the
 bookkeeping needs no locks.
@@ -44,6 +45,10 @@ Obj = dict[str, Any]
 KWOK_GROUP, KWOK_VERSION = "kwok.x-k8s.io", "v1alpha1"
 # JSON {mountPath: local folder} of a container's claim volumes (README: volumes).
 MOUNTS_ENV = "JUPYTER_PAI_TEST_MOUNTS"
+#: How long a deleted pod stays once its containers have exited. Kubelet removes it only
+#: after tearing down its volumes and writing its final status, so its log stays readable
+#: a moment after the container's end (which jupyter-pai's log archive relies on).
+REMOVAL_DELAY_SECONDS = 0.5
 # Marks a container's processes (and what they leave running) for `_end_leftovers`.
 CONTAINER_ENV = "JUPYTER_PAI_TEST_CONTAINER"
 
@@ -249,11 +254,20 @@ class Runner:
             self._patch_status(run)
             return
         if run.deleting:
-            self._finish_delete(None, run)
+            timer = threading.Timer(
+                REMOVAL_DELAY_SECONDS, self.events.put, args=(("remove", (uid,)),)
+            )
+            timer.daemon = True
+            timer.start()
         else:
             run.finished = True
             self._patch_status(run)
             self._update_hosts()
+
+    def _on_remove(self, uid: str) -> None:
+        run = self.pods.get(uid)
+        if run is not None:
+            self._finish_delete(None, run)
 
     def _on_restart(self, uid: str, name: str) -> None:
         run = self.pods.get(uid)

@@ -4,6 +4,7 @@ retried task's earlier attempt (native flavour: the Job controller replaces the 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,47 @@ async def test_byte_ranges_and_size_of_a_task_log(backend: KubernetesBackend) ->
     tail = await backend.logs(job.id, LogQuery(role="worker", index=0, offset=len(whole) - 10))
     assert b"".join([c async for c in tail.chunks]) == whole[-10:]
     assert await read_log(backend, job.id, "worker", 0, tail=2) == "line 1999\nline 2000\n"
+
+
+SECRET_LINES = """
+protocolVersion: 2
+name: secret-lines
+type: job
+secrets: {token: s3cr3t-value-1234}
+taskRoles:
+  worker:
+    instances: 1
+    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    commands: ['for i in $(seq 1 50); do echo "line $i token=<% $secrets.token %>"; done']
+"""
+
+
+async def test_an_ended_tasks_tail_is_asked_of_the_cluster_once(
+    backend: KubernetesBackend,
+) -> None:
+    """An exited container's log is final: a second read of its last lines comes from the
+    backend's memory, not kube-apiserver and the kubelet, and its secret stays hidden."""
+    job = await backend.submit(parse_job(SECRET_LINES).job)
+    done = await wait_for(backend, job.id, lambda d: d.state.terminal, 90)
+    assert done.state == JobState.SUCCEEDED, done
+    # The cache goes by the pod's own phase (its containers have exited), not the job's.
+    name = backend.views.view(backend.views.primary(job.id)).view.tasks[0].pod
+    assert name is not None
+    deadline = time.monotonic() + 30
+    while (backend.cache["pods"].get(name) or {}).get("status", {}).get("phase") != "Succeeded":
+        assert time.monotonic() < deadline, backend.cache["pods"].get(name)
+        await asyncio.sleep(0.2)
+    rest = backend._rest()
+    first = await read_log(backend, job.id, "worker", 0, tail=3)
+    asked = rest.requests
+    hits = backend.ended_logs.hits
+    again = await read_log(backend, job.id, "worker", 0, tail=3)
+    assert again == first == "".join(f"line {i} token=******\n" for i in (48, 49, 50)), first
+    assert backend.ended_logs.hits == hits + 1
+    assert rest.requests - asked <= 1  # the Secret's values (to blank), not the log
+    other = await read_log(backend, job.id, "worker", 0, tail=1)  # another question: asked
+    assert other == "line 50 token=******\n"
+    assert backend.ended_logs.hits == hits + 1
 
 
 # The `backend` fixture (a started backend in namespace alice, cleaned up around the test).

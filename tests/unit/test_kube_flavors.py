@@ -285,3 +285,42 @@ def test_a_job_whose_controller_missed_its_pod_group_admission_is_prompted(name:
         "uid": "u1",
         "controller": True,
     }
+
+
+def _workload(active: bool, evicted: str | None) -> dict[str, Any]:
+    conditions = [{"type": "Admitted", "status": "True"}]
+    if evicted is not None:
+        conditions.append(
+            {"type": "Evicted", "status": evicted, "lastTransitionTime": "2026-01-01T00:00:05Z"}
+        )
+    return {
+        "metadata": {"name": "w"},
+        "spec": {"active": active},
+        "status": {"conditions": conditions},
+    }
+
+
+def test_an_eviction_is_seen_before_the_pods_go_where_the_scheduler_marks_it() -> None:
+    """Kueue marks the Workload Evicted before the JobSet's pods are deleted; a stop
+    (deactivation) is no eviction the job outlives; other flavours have no such mark."""
+    kueue = FLAVORS["kueue"](OPTIONS)
+    assert kueue.eviction_kind == KUEUE_WORKLOAD
+    assert kueue.evicted_at(_workload(True, "True")) == "2026-01-01T00:00:05Z"
+    assert kueue.evicted_at(_workload(False, "True")) is None
+    assert kueue.evicted_at(_workload(True, "False")) is None
+    assert kueue.evicted_at(_workload(True, None)) is None
+    for name in ("native", "volcano", "hived"):
+        flavor = FLAVORS[name](OPTIONS)
+        assert flavor.eviction_kind is None
+        assert flavor.evicted_at(_workload(True, "True")) is None
+
+
+def test_vc_schedulers_mark_on_a_pod_it_is_about_to_evict() -> None:
+    """vc-scheduler writes Ready False (reason Evict) on a pod, then deletes it."""
+    evicted = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Evict"}]}}
+    unready = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "x"}]}}
+    volcano = FLAVORS["volcano"](OPTIONS)
+    assert volcano.pod_evicted(evicted)
+    assert not volcano.pod_evicted(unready) and not volcano.pod_evicted({})
+    for name in ("native", "kueue", "hived"):
+        assert not FLAVORS[name](OPTIONS).pod_evicted(evicted)

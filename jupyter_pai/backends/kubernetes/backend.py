@@ -44,6 +44,7 @@ from .joblifecycle import JobLifecycle
 from .jobssh import add_job_key, generate_key_pair, needs_job_key
 from .jobviews import OWNED, JobViews, detail
 from .logarchive import LogArchiver
+from .logcache import EndedLogs
 from .logs import task_log
 from .naming import JobNames, make_names
 from .nodemetrics import NO_PROMETHEUS, PrometheusNodes, attach
@@ -56,6 +57,8 @@ from .states import Obj, job_view
 from .storage import HelperPods
 
 MOUNT_PATH_ANNOTATION = "jupyter-pai.io/mount-path"
+#: A pod whose containers have all exited: its log is final.
+ENDED_PHASES = ("Succeeded", "Failed")
 
 
 class KubernetesBackend(Backend):
@@ -202,6 +205,7 @@ class KubernetesBackend(Backend):
         self.helpers: HelperPods | None = None
         self._sweep: asyncio.Task[None] | None = None
         self.port_forwards = TaskPortForwards(self)
+        self.ended_logs = EndedLogs()
         self.gpu_metrics = (
             PrometheusGpus(self.prometheus_url, self.namespace, ttl=self.utilisation_cache_seconds)
             if self.prometheus_url
@@ -346,7 +350,23 @@ class KubernetesBackend(Backend):
 
     async def logs(self, job_id: str, query: LogQuery) -> LogStream:
         d = self.views.view(self.views.primary(job_id))
-        return await task_log(self._rest(), self.namespace, job_id, d.job, d.names, d.view, query)
+        return await task_log(
+            self._rest(),
+            self.namespace,
+            job_id,
+            d.job,
+            d.names,
+            d.view,
+            query,
+            ended=(self.ended_logs, self._ended_pod_uid),
+        )
+
+    def _ended_pod_uid(self, name: str) -> str | None:
+        """The uid of the pod, where its containers have all exited (its log is final)."""
+        pod = self.cache["pods"].get(name, self.namespace)
+        if pod is None or (pod.get("status") or {}).get("phase") not in ENDED_PHASES:
+            return None
+        return str(pod["metadata"].get("uid") or "") or None
 
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
         # The pod's IP is not reachable from outside the cluster: the API server forwards.

@@ -141,9 +141,13 @@ class JobViews:
         self._kinds[kind] = name
         self.cache.add(name, reflector)
 
+    def reflector(self, kind: Kind) -> Reflector:
+        """The watch of one of the flavour's kinds."""
+        return self.cache[self._kinds[kind]]
+
     def objects(self, kind: Kind) -> list[Obj]:
         """Every watched object of one of the flavour's kinds."""
-        return self.cache[self._kinds[kind]].values()
+        return self.reflector(kind).values()
 
     # -- one job ---------------------------------------------------------------------------
 

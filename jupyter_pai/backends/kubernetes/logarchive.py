@@ -7,7 +7,15 @@ being deleted while their job neither ends nor stops, follows each one's log unt
 container exits, and keeps the log's last :data:`KEEP_BYTES` in a ConfigMap owned by the
 job's primary object: the cluster keeps it, the garbage collector removes it with the job,
 and every backend lists those attempts (``states.tasks_from_pods``). With no jupyter-pai
-process running when the pods go, their logs go with them (the README says so)."""
+process running when the pods go, their logs go with them (the README says so).
+
+The race with the deletion is short: kubelet removes a pod as soon as its container has
+exited on SIGTERM. Where the scheduler marks an eviction before the pods go, the logs are
+followed from that mark: Kueue's Workload (``Flavor.evicted_at``), a moment earlier still
+than the deletion; vc-scheduler's condition on the pod (``Flavor.pod_evicted``), one
+request earlier. An attempt whose
+log was gone before it could be read is still kept, as a ConfigMap saying so, so the
+task's attempts stay numbered as they ran."""
 
 from __future__ import annotations
 
@@ -15,9 +23,10 @@ import asyncio
 import base64
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from ...spec.render import redact_bytes
 from .jobviews import JobViews
 from .logs import pod_log, secret_values
 from .naming import (
@@ -38,10 +47,13 @@ from .states import VOLCANO_ENDING
 
 ANN_POD = f"{DOMAIN}/pod"
 ANN_DROPPED = f"{DOMAIN}/dropped-bytes"
+ANN_LOST = f"{DOMAIN}/log-lost"
 #: A ConfigMap holds at most 1 MiB; a log's head matters less than its end.
 KEEP_BYTES = 512 * 1024
 #: How long to follow a terminating pod's log beyond its grace period.
 FOLLOW_MARGIN_SECONDS = 30.0
+#: How long a log followed from an eviction mark waits, once it ends, to see its pod go.
+TAKEN_WAIT_SECONDS = 5.0
 
 
 def archive_name(names: JobNames, pod: Obj) -> str:
@@ -57,19 +69,32 @@ def started(pod: Obj) -> bool:
     return False
 
 
-def goes_on_without(primary: Obj, pod: Obj) -> bool:
-    """The pod is being deleted while its job neither ends nor stops: an eviction."""
-    if not (pod["metadata"].get("deletionTimestamp") and started(pod)):
-        return False
+def goes_on(primary: Obj) -> bool:
+    """The job neither ends nor stops."""
     annotations = primary["metadata"].get("annotations") or {}
     phase = ((primary.get("status") or {}).get("state") or {}).get("phase")
     return not annotations.get(ANN_STOP) and phase not in (*VOLCANO_ENDING, "Aborting", "Aborted")
 
 
+def lost_note(pod: Obj, error: Exception) -> bytes:
+    """What an attempt's log says where the pod was gone before its log could be read."""
+    return (
+        f"jupyter-pai: the log of this attempt is lost: pod {pod['metadata']['name']} was "
+        f"deleted before its log could be read ({error})\n"
+    ).encode()
+
+
 def archive_manifest(
-    names: JobNames, primary: Obj, pod: Obj, where: tuple[str | None, int | None], log: bytes
+    names: JobNames,
+    primary: Obj,
+    pod: Obj,
+    where: tuple[str | None, int | None],
+    log: bytes,
+    *,
+    lost: bool = False,
 ) -> Obj:
-    """``where``: the pod's (role slug, index), as the flavour reads them."""
+    """``where``: the pod's (role slug, index), as the flavour reads them; ``lost``: ``log``
+    is :func:`lost_note`, not the pod's."""
     labels = pod["metadata"].get("labels") or {}
     dropped = max(0, len(log) - KEEP_BYTES)
     return {
@@ -87,6 +112,7 @@ def archive_manifest(
                 ANN_POD: pod["metadata"]["name"],
                 ANN_POD_CREATED: pod["metadata"].get("creationTimestamp") or "",
                 ANN_DROPPED: str(dropped),
+                **({ANN_LOST: "true"} if lost else {}),
             },
             "ownerReferences": [owner_reference(primary)],
         },
@@ -109,52 +135,124 @@ class LogArchiver:
     def watch(self) -> None:
         """Call before the cache starts."""
         self.views.cache["pods"].listeners.append(self._pod_changed)
+        kind = self.views.flavor.eviction_kind
+        if kind is not None:
+            self.views.reflector(kind).listeners.append(self._eviction_changed)
 
     def _pod_changed(self, pod: Obj) -> None:
-        uid = str(pod["metadata"].get("uid", ""))
         base = (pod["metadata"].get("labels") or {}).get(LABEL_JOB)
-        if not base or uid in self._seen or not pod["metadata"].get("deletionTimestamp"):
+        deleting = bool(pod["metadata"].get("deletionTimestamp"))
+        marked = not deleting and self.views.flavor.pod_evicted(pod)
+        if not base or not (deleting or marked):
             return
         primary = self.views.cache["primary"].get(base)
-        if primary is None or not goes_on_without(primary, pod):
+        if primary is not None and started(pod) and goes_on(primary):
+            self._follow(primary, pod, marked=marked)
+
+    def _eviction_changed(self, obj: Obj) -> None:
+        """The scheduler marked a job evicted: follow its pods' logs before they go."""
+        since = self.views.flavor.evicted_at(obj)
+        if since is None:
+            return
+        meta = obj["metadata"]
+        bases = [(meta.get("labels") or {}).get(LABEL_JOB, "")]
+        bases += [r.get("name", "") for r in meta.get("ownerReferences") or []]
+        for base in filter(None, bases):
+            primary = self.views.cache["primary"].get(base)
+            if primary is None or not goes_on(primary):
+                continue
+            for pod in self.views.cache["pods"].by_index(base):
+                if started(pod) and str(pod["metadata"].get("creationTimestamp", "")) <= since:
+                    self._follow(primary, pod, marked=True)
+
+    def _follow(self, primary: Obj, pod: Obj, *, marked: bool) -> None:
+        uid = str(pod["metadata"].get("uid", ""))
+        if uid in self._seen:
             return
         try:
             rest = self.rest()
         except Exception:
             return  # not started
         self._seen.add(uid)
-        task = asyncio.get_running_loop().create_task(self._archive(rest, primary, pod))
+        why = "marked evicted" if marked else "being deleted"
+        self.log.debug("jupyter-pai: following the log of pod %s, %s", pod["metadata"]["name"], why)
+        # The log is asked for before anything else: every moment counts against kubelet,
+        # which removes the pod as soon as its container has exited.
+        opening = asyncio.get_running_loop().create_task(
+            pod_log(rest, self.views.namespace, pod["metadata"]["name"], follow=True)
+        )
+        task = asyncio.get_running_loop().create_task(
+            self._archive(rest, primary, pod, opening, marked)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _archive(self, rest: Rest, primary: Obj, pod: Obj) -> None:
+    async def _seen_taken(self, pod: Obj) -> bool:
+        """Whether the watch shows the pod taken within :data:`TAKEN_WAIT_SECONDS`: its
+        log ended as its container exited, which the deletion comes before, but the
+        watch may tell of it a moment later."""
+        deadline = asyncio.get_running_loop().time() + TAKEN_WAIT_SECONDS
+        while not self._taken(pod):
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(0.1)
+        return True
+
+    def _taken(self, pod: Obj) -> bool:
+        """The pod is gone or going (by the watch), and its job goes on."""
+        meta = pod["metadata"]
+        now = self.views.cache["pods"].get(meta["name"], self.views.namespace)
+        if now is not None and now["metadata"].get("uid") == meta.get("uid"):
+            if not now["metadata"].get("deletionTimestamp"):
+                return False
+        primary = self.views.cache["primary"].get(meta.get("labels", {}).get(LABEL_JOB, ""))
+        return primary is not None and goes_on(primary)
+
+    async def _archive(
+        self,
+        rest: Rest,
+        primary: Obj,
+        pod: Obj,
+        opening: asyncio.Task[AsyncGenerator[bytes, None]],
+        marked: bool,
+    ) -> None:
+        """``opening``: the request for the pod's log; ``marked``: followed from the
+        eviction mark, before the pod's deletion (kept only if the pod does go while the
+        job goes on)."""
         names = JobNames.from_annotations(primary["metadata"]["annotations"])
         job = self.views.view(primary).job
         grace = float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30)
         kept = bytearray()
+        lost: Exception | None = None
+        secrets: list[str] = []
         try:
-            chunks = await pod_log(
-                rest,
-                self.views.namespace,
-                pod["metadata"]["name"],
-                follow=True,
-                secrets=await secret_values(rest, self.views.namespace, job, names),
-            )
+            secrets = await secret_values(rest, self.views.namespace, job, names)
             async with asyncio.timeout(grace + FOLLOW_MARGIN_SECONDS):
-                async for chunk in chunks:
-                    kept += chunk
-                    if len(kept) > 2 * KEEP_BYTES:
-                        del kept[: len(kept) - KEEP_BYTES]
-        except (ApiError, TimeoutError, OSError) as error:
-            if not kept:
-                self.log.warning(
-                    "jupyter-pai: the log of evicted pod %s is lost: %s",
-                    pod["metadata"]["name"],
-                    error,
-                )
-                return
+                chunks = await opening
+                try:
+                    async for chunk in chunks:
+                        kept += chunk
+                        if len(kept) > 2 * KEEP_BYTES:
+                            del kept[: len(kept) - KEEP_BYTES]
+                finally:
+                    await chunks.aclose()
+        except (ApiError, OSError) as error:
+            lost = None if kept else error
+        except TimeoutError:
+            pass
+        finally:
+            opening.cancel()
+        if marked and not await self._seen_taken(pod):
+            # A false alarm, or the pod outlived the follow: its deletion starts a new one.
+            self._seen.discard(str(pod["metadata"].get("uid", "")))
+            return
+        if lost is not None:
+            self.log.warning(
+                "jupyter-pai: the log of evicted pod %s is lost: %s", pod["metadata"]["name"], lost
+            )
+        log = lost_note(pod, lost) if lost is not None else redact_bytes(bytes(kept), secrets)
         where = self.views.flavor.role_index(pod)
-        body = archive_manifest(names, primary, pod, where, bytes(kept))
+        body = archive_manifest(names, primary, pod, where, log, lost=lost is not None)
         try:
             await rest.create(CONFIG_MAP, self.views.namespace, body)
         except ApiError as error:

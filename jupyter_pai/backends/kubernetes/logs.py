@@ -5,16 +5,17 @@ attempts are the pods it replaced and its container's previous instance."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from urllib.parse import quote
 
 import aiohttp
 
 from ...errors import BadRequest, NotFound
 from ...spec.protocol import JobProtocol
-from ...spec.render import MIN_SEARCHED_SECRET, redact
+from ...spec.render import MIN_SEARCHED_SECRET, redact_bytes
 from ..base import LogQuery, LogStream
 from .jobssh import needs_job_key
+from .logcache import ENTRY_MAX_BYTES, EndedLogs
 from .naming import JobNames
 from .resources import CONFIG_MAP, SECRET
 from .rest import ApiError, Rest, path, typed
@@ -29,8 +30,11 @@ async def task_log(
     names: JobNames,
     view: JobView,
     query: LogQuery,
+    *,
+    ended: tuple[EndedLogs, Callable[[str], str | None]] | None = None,
 ) -> LogStream:
-    """The log ``query`` asks for, of one task of a job as ``view`` shows it."""
+    """The log ``query`` asks for, of one task of a job as ``view`` shows it. ``ended``:
+    the cache of ended logs, and what tells a pod's uid where its log is final."""
     role = query.role or next(iter(job.task_roles))
     task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
     if task is None:
@@ -59,6 +63,19 @@ async def task_log(
                 secrets=await secret_values(rest, namespace, job, names),
             )
             return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
+        secrets = await secret_values(rest, namespace, job, names)
+        keep = None
+        uid = ended[1](pod) if ended and pod == task.pod and query.tail is not None else None
+        if ended is not None and uid is not None and not previous:
+            cache, key = ended[0], (uid, query.tail, query.limit)
+            kept = cache.get(key)
+            if kept is not None:
+                data = redact_bytes(kept, secrets) if secrets else kept
+                return LogStream(size=0, chunks=_once(data), role=role, index=query.index)
+
+            def keep(data: bytes) -> None:
+                cache.put(key, data)
+
         chunks = await pod_log(
             rest,
             namespace,
@@ -67,7 +84,8 @@ async def task_log(
             tail=query.tail,
             previous=previous,
             limit=query.limit,
-            secrets=await secret_values(rest, namespace, job, names),
+            secrets=secrets,
+            keep=keep,
         )
     except ApiError as error:
         if error.status == 400 and previous:
@@ -147,7 +165,10 @@ async def pod_log(
     limit: int | None = None,
     secrets: list[str] | None = None,
     container: str = "main",
-) -> AsyncIterator[bytes]:
+    keep: Callable[[bytes], None] | None = None,
+) -> AsyncGenerator[bytes, None]:
+    """The pod's log as it comes (close it to let the connection go before its end); ``keep`` gets the whole of it (raw) once read to its end,
+    unless it is larger than ``ENTRY_MAX_BYTES``."""
     resp = await rest.open(
         "GET",
         f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
@@ -162,7 +183,7 @@ async def pod_log(
             total=None, sock_connect=10, sock_read=None if follow else 60
         ),
     )
-    return _chunks(resp, secrets or [])
+    return _chunks(resp, secrets or [], keep)
 
 
 async def ranged_pod_log(
@@ -197,13 +218,22 @@ async def ranged_pod_log(
                 kept += data[lo - start_of_chunk : hi - start_of_chunk]
     finally:
         resp.release()
-    return size, _redact(bytes(kept), secrets or []) if secrets else bytes(kept)
+    return size, redact_bytes(bytes(kept), secrets or []) if secrets else bytes(kept)
 
 
-async def _chunks(resp: aiohttp.ClientResponse, secrets: list[str]) -> AsyncIterator[bytes]:
+async def _chunks(
+    resp: aiohttp.ClientResponse,
+    secrets: list[str],
+    keep: Callable[[bytes], None] | None = None,
+) -> AsyncGenerator[bytes, None]:
     pending = b""
+    kept: bytearray | None = bytearray() if keep is not None else None
     try:
         async for data in resp.content.iter_any():
+            if kept is not None:
+                kept += data
+                if len(kept) > ENTRY_MAX_BYTES:
+                    kept = None
             if not secrets:
                 yield data
                 continue
@@ -211,13 +241,10 @@ async def _chunks(resp: aiohttp.ClientResponse, secrets: list[str]) -> AsyncIter
             cut = data.rfind(b"\n") + 1
             data, pending = data[:cut], data[cut:]
             if data:
-                yield _redact(data, secrets)
+                yield redact_bytes(data, secrets)
         if pending:
-            yield _redact(pending, secrets)
+            yield redact_bytes(pending, secrets)
+        if keep is not None and kept is not None:  # read to its end, not left midway
+            keep(bytes(kept))
     finally:
         resp.release()
-
-
-def _redact(data: bytes, secrets: list[str]) -> bytes:
-    text = data.decode("utf-8", errors="surrogateescape")
-    return redact(text, secrets).encode("utf-8", errors="surrogateescape")

@@ -30,6 +30,15 @@ class Gone(Exception):
     """The resourceVersion is too old: list again."""
 
 
+def _slim(obj: Obj) -> Obj:
+    """The object as the store keeps it: without ``managedFields`` (server-side apply's
+    bookkeeping, often larger than the rest of a small object, read by nothing here)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -156,7 +165,7 @@ class Reflector:
                 raise
             self.lists += 1
             for item in page.get("items") or []:
-                items[_key(item)] = item
+                items[_key(item)] = _slim(item)
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 break
@@ -183,7 +192,7 @@ class Reflector:
         self._mark(True, None)
         async for line in self.rest.lines(resp):
             event = json.loads(line)
-            kind, obj = event.get("type"), event.get("object") or {}
+            kind, obj = event.get("type"), _slim(event.get("object") or {})
             if kind == "ERROR":
                 if obj.get("code") == 410:
                     raise Gone()

@@ -103,10 +103,24 @@ class Flavor:
     pod_group_kind: ClassVar[Kind | None] = None
     #: Pod annotation carrying the instance index, for per-role templates.
     index_annotation: ClassVar[str | None] = None
+    #: The kind (of ``extra_kinds`` or ``foreign_kinds``) that says a job is being
+    #: evicted before its pods are deleted (``evicted_at``); None where the deletion itself
+    #: is the first sign.
+    eviction_kind: ClassVar[Kind | None] = None
 
     def __init__(self, options: PodOptions, **settings: Any) -> None:
         self.options = options
         self.settings = settings
+
+    def evicted_at(self, obj: Manifest) -> str | None:
+        """When the scheduler decided to take the pods of ``obj``'s job away while the job
+        goes on (an RFC 3339 time, so their logs are worth following now), if it did;
+        ``obj`` is of ``eviction_kind``."""
+        return None
+
+    def pod_evicted(self, pod: Manifest) -> bool:
+        """Whether the scheduler marked ``pod`` evicted, a moment before deleting it."""
+        return False
 
     def peer_host(self, names: JobNames, role: str, index: int) -> str:
         return default_peer_host(names, role, index)

@@ -39,7 +39,7 @@ from ..naming import JobNames, base_labels
 from ..pods import Manifest, pod_template, secret_manifest
 from ..resources import JOBSET, KUEUE_CLUSTER_QUEUE, KUEUE_LOCAL_QUEUE, KUEUE_WORKLOAD, Kind
 from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
-from .kueue_queues import local_queue_targets, queue_virtual_clusters, workload_reason
+from .kueue_queues import condition, local_queue_targets, queue_virtual_clusters, workload_reason
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -63,6 +63,9 @@ class KueueFlavor(Flavor):
     foreign_kinds: ClassVar[tuple[Kind, ...]] = (KUEUE_WORKLOAD, KUEUE_LOCAL_QUEUE)
     cluster_kinds: ClassVar[tuple[Kind, ...]] = (KUEUE_CLUSTER_QUEUE,)
     index_annotation = INDEX_ANNOTATION
+    # Kueue marks the Workload Evicted, then suspends the JobSet, then the Jobs delete
+    # their pods: following the logs from the mark wins the race with the deletion.
+    eviction_kind = KUEUE_WORKLOAD
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -71,6 +74,13 @@ class KueueFlavor(Flavor):
 
     def peer_host(self, names: JobNames, role: str, index: int) -> str:
         return f"{names.role_object(role)}-0-{index}.{names.service}"
+
+    def evicted_at(self, obj: Manifest) -> str | None:
+        # A deactivated Workload is a stop (the job ends), not an eviction it outlives.
+        evicted = condition(obj, "Evicted")
+        if not (obj.get("spec") or {}).get("active", True) or evicted.get("status") != "True":
+            return None
+        return str(evicted.get("lastTransitionTime") or "") or None
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)

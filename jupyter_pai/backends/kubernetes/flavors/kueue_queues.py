@@ -133,7 +133,7 @@ def queue_virtual_clusters(
     return out
 
 
-def _condition(obj: Obj, kind: str) -> dict[str, Any]:
+def condition(obj: Obj, kind: str) -> dict[str, Any]:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == kind:
             return dict(c)
@@ -161,10 +161,10 @@ def workload_reason(
         return "waiting for Kueue to create the job's Workload"
     if not (workload.get("spec") or {}).get("active", True):
         return "deactivated in Kueue"
-    if _condition(workload, "Admitted").get("status") == "True":
+    if condition(workload, "Admitted").get("status") == "True":
         return None
-    evicted = _condition(workload, "Evicted")
-    preempted = _condition(workload, "Preempted")
+    evicted = condition(workload, "Evicted")
+    preempted = condition(workload, "Preempted")
     if preempted.get("status") == "True" or evicted.get("reason") == "Preempted":
         message = str(preempted.get("message") or evicted.get("message") or "")
         m = _PREEMPTOR.search(message)
@@ -172,7 +172,7 @@ def workload_reason(
         if "reclaim" in message.lower() or preempted.get("reason") == "InCohortReclamation":
             return f"preempted: {who} reclaimed the quota it lent; waiting for {need} GPUs"
         return f"preempted by Kueue: {message}"
-    message = str(_condition(workload, "QuotaReserved").get("message") or "")
+    message = str(condition(workload, "QuotaReserved").get("message") or "")
     if _QUOTA.search(message) and vc is not None:
         return (
             f"ClusterQueue {name}: {vc.used.gpu} of {vc.capacity.gpu} GPUs reserved, needs {need}"

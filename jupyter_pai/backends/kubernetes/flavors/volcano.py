@@ -103,6 +103,13 @@ class VolcanoFlavor(Flavor):
     pod_group_kind = VOLCANO_POD_GROUP
     index_annotation = TASK_INDEX_ANNOTATION
 
+    def pod_evicted(self, pod: Manifest) -> bool:
+        # vc-scheduler's evictor writes this condition, then deletes the pod.
+        return any(
+            c.get("type") == "Ready" and c.get("status") == "False" and c.get("reason") == "Evict"
+            for c in (pod.get("status") or {}).get("conditions") or []
+        )
+
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
         gang = job.gang_allocation
