@@ -32,7 +32,8 @@ pytestmark = pytest.mark.kube
 NS = "alice"
 RUNNER = {manifests.RUNNER_LABEL: "true"}
 GPU_POOL = {manifests.POOL_LABEL: "gpu"}
-OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
+OWNED_KEY, OWNED_VALUE = "app.kubernetes.io/managed-by", "jupyter-pai"
+OWNED = f"{OWNED_KEY}={OWNED_VALUE}"
 
 
 #: The flavours whose jobs run on the test cluster; every test that runs jobs runs per flavour.
@@ -60,8 +61,15 @@ def _cleanup(cluster: TestCluster, namespace: str) -> None:
             group, version, namespace, plural, propagation_policy="Background"
         )
     core.delete_collection_namespaced_config_map(namespace, label_selector=OWNED)
+    # The garbage collector would remove these after their job, but maybe not before the next
+    # test submits a job of the same name (409): a job's Secret, and JobSet's own Service.
+    core.delete_collection_namespaced_secret(namespace, label_selector=OWNED)
     core.delete_collection_namespaced_pod(namespace, label_selector=OWNED, grace_period_seconds=0)
-    for svc in core.list_namespaced_service(namespace, label_selector=OWNED).items:
+    services = core.list_namespaced_service(namespace).items
+    for svc in services:
+        owned = (svc.metadata.labels or {}).get(OWNED_KEY) == OWNED_VALUE
+        if not owned and not any(o.kind == "JobSet" for o in svc.metadata.owner_references or []):
+            continue
         try:
             core.delete_namespaced_service(svc.metadata.name, namespace)
         except ApiException as error:  # the garbage collector got there first
