@@ -203,13 +203,7 @@ class Runner:
                 run.deleting = True
                 grace = meta.get("deletionGracePeriodSeconds")
                 self._kill(run, signal.SIGTERM)
-                timer = threading.Timer(
-                    run.grace if grace is None else grace,
-                    self.events.put,
-                    args=(("deadline", (uid,)),),
-                )
-                timer.daemon = True
-                timer.start()
+                self._later(run.grace if grace is None else grace, "deadline", uid)
             return
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if run is None and phase == "Pending":
@@ -244,9 +238,7 @@ class Runner:
             container.last_exit = self._terminated(container)
             delay = min(30.0, 2.0**container.restarts)
             container.restarts += 1
-            timer = threading.Timer(delay, self.events.put, args=(("restart", (uid, name)),))
-            timer.daemon = True
-            timer.start()
+            self._later(delay, "restart", uid, name)
             self._patch_status(run)
             return
         container.final = True
@@ -254,15 +246,17 @@ class Runner:
             self._patch_status(run)
             return
         if run.deleting:
-            timer = threading.Timer(
-                REMOVAL_DELAY_SECONDS, self.events.put, args=(("remove", (uid,)),)
-            )
-            timer.daemon = True
-            timer.start()
+            self._later(REMOVAL_DELAY_SECONDS, "remove", uid)
         else:
             run.finished = True
             self._patch_status(run)
             self._update_hosts()
+
+    def _later(self, delay: float, kind: str, *payload: str) -> None:
+        """Post the event ``kind`` (handled by ``_on_<kind>(*payload)``) after ``delay`` s."""
+        timer = threading.Timer(delay, self.events.put, args=((kind, payload),))
+        timer.daemon = True
+        timer.start()
 
     def _on_remove(self, uid: str) -> None:
         run = self.pods.get(uid)
@@ -345,9 +339,7 @@ class Runner:
             self._config_error(pod, str(error))
             # Retried, as a kubelet does: the ConfigMap or Secret may come later.
             retry = (meta["namespace"], meta["name"], meta["uid"])
-            timer = threading.Timer(2.0, self.events.put, args=(("retry", retry),))
-            timer.daemon = True
-            timer.start()
+            self._later(2.0, "retry", *retry)
             return
         self.pods[run.uid] = run
         self.by_name[(run.namespace, run.name)] = run

@@ -58,7 +58,8 @@ class Derived:
     summary: JobSummary
 
 
-def _labels_and_owners(obj: Obj) -> list[str]:
+def labels_and_owners(obj: Obj) -> list[str]:
+    """The jobs an object belongs to: its job label, and the names of its owners."""
     meta = obj["metadata"]
     return [
         meta.get("labels", {}).get(LABEL_JOB, ""),
@@ -118,10 +119,10 @@ class JobViews:
         )
         for kind in flavor.extra_kinds:
             self._add(
-                kind, Reflector(rest, kind, ns, label_selector=OWNED, index=_labels_and_owners)
+                kind, Reflector(rest, kind, ns, label_selector=OWNED, index=labels_and_owners)
             )
         for kind in flavor.foreign_kinds:
-            self._add(kind, Reflector(rest, kind, ns, index=_labels_and_owners))
+            self._add(kind, Reflector(rest, kind, ns, index=labels_and_owners))
         for kind in flavor.cluster_kinds:
             self._add(kind, Reflector(rest, kind, None))
         self.cache.add("claims", Reflector(rest, PVC, ns, label_selector=claims_selector))

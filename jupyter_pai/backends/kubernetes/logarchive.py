@@ -13,9 +13,8 @@ The race with the deletion is short: kubelet removes a pod as soon as its contai
 exited on SIGTERM. Where the scheduler marks an eviction before the pods go, the logs are
 followed from that mark: Kueue's Workload (``Flavor.evicted_at``), a moment earlier still
 than the deletion; vc-scheduler's condition on the pod (``Flavor.pod_evicted``), one
-request earlier. An attempt whose
-log was gone before it could be read is still kept, as a ConfigMap saying so, so the
-task's attempts stay numbered as they ran."""
+request earlier. An attempt whose log was gone before it could be read is still kept, as
+a ConfigMap saying so, so the task's attempts stay numbered as they ran."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ...spec.render import redact_bytes
-from .jobviews import JobViews
+from .jobviews import JobViews, labels_and_owners
 from .logs import pod_log, secret_values
 from .naming import (
     ANN_POD_CREATED,
@@ -154,10 +153,7 @@ class LogArchiver:
         since = self.views.flavor.evicted_at(obj)
         if since is None:
             return
-        meta = obj["metadata"]
-        bases = [(meta.get("labels") or {}).get(LABEL_JOB, "")]
-        bases += [r.get("name", "") for r in meta.get("ownerReferences") or []]
-        for base in filter(None, bases):
+        for base in filter(None, labels_and_owners(obj)):
             primary = self.views.cache["primary"].get(base)
             if primary is None or not goes_on(primary):
                 continue

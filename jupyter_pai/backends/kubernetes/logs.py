@@ -65,12 +65,14 @@ async def task_log(
             return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
         secrets = await secret_values(rest, namespace, job, names)
         keep = None
-        uid = ended[1](pod) if ended and pod == task.pod and query.tail is not None else None
-        if ended is not None and uid is not None and not previous:
+        # Only the latest pod's tail: the one whose phase tells whether its log is final.
+        cacheable = pod == task.pod and query.tail is not None and not previous
+        uid = ended[1](pod) if ended is not None and cacheable else None
+        if ended is not None and uid is not None:
             cache, key = ended[0], (uid, query.tail, query.limit)
             kept = cache.get(key)
             if kept is not None:
-                data = redact_bytes(kept, secrets) if secrets else kept
+                data = redact_bytes(kept, secrets)
                 return LogStream(size=0, chunks=_once(data), role=role, index=query.index)
 
             def keep(data: bytes) -> None:
@@ -167,8 +169,9 @@ async def pod_log(
     container: str = "main",
     keep: Callable[[bytes], None] | None = None,
 ) -> AsyncGenerator[bytes, None]:
-    """The pod's log as it comes (close it to let the connection go before its end); ``keep`` gets the whole of it (raw) once read to its end,
-    unless it is larger than ``ENTRY_MAX_BYTES``."""
+    """The pod's log as it comes (close it to let the connection go before its end);
+    ``keep`` gets the whole of it (raw) once read to its end, unless it is larger than
+    ``ENTRY_MAX_BYTES``."""
     resp = await rest.open(
         "GET",
         f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
@@ -218,7 +221,7 @@ async def ranged_pod_log(
                 kept += data[lo - start_of_chunk : hi - start_of_chunk]
     finally:
         resp.release()
-    return size, redact_bytes(bytes(kept), secrets or []) if secrets else bytes(kept)
+    return size, redact_bytes(bytes(kept), secrets or [])
 
 
 async def _chunks(
