@@ -6,6 +6,10 @@ minus ``plugin``/``failurePolicy``/``type`` (so ``callbacks`` reach ``cmd``); th
 entries of ``extras["com.microsoft.pai.runtimeplugin"]`` whose ``taskroles`` (absent: all)
 include the role. Parameters are rendered for the role (``$parameters``, ``$secrets``,
 ``$script``/``$data``/``$output``).
+
+Every parameter is data: plugins write it into the task's script with
+:func:`~jupyter_pai.runtime.shell.shell_word`, keeping only the secret markers listed in
+:attr:`PluginUse.kept_secrets`. Only the cmd plugin's commands (and ``callbacks``) are code.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any, Literal
 
 from ..spec.protocol import JobProtocol
 from ..spec.render import render_for_role
+from ..spec.templating import MARKER, lookup
 
 PLUGIN_PREFIX = "com.microsoft.pai.runtimeplugin"
 EXTRAS_PATH = f"extras.{PLUGIN_PREFIX}"
@@ -34,6 +39,9 @@ class PluginUse:
     role: str
     #: Every role that runs this entry (for checks about the entry as a whole).
     roles: tuple[str, ...] = field(default=())
+    #: Keys of the ``<% $secrets.KEY %>`` left in ``parameters`` for the backend to fill in
+    #: (declared secrets with identifier-like names); empty when secrets were filled in.
+    kept_secrets: frozenset[str] = field(default=frozenset())
 
     def field_path(self, key: str) -> str:
         """Where parameter ``key`` is written: inside ``parameters`` for an extras entry,
@@ -73,10 +81,35 @@ def _is_plugin(job: JobProtocol, i: int) -> bool:
     return (job.prerequisites[i].plugin or "").startswith(PLUGIN_PREFIX)
 
 
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    return []
+
+
+def _kept_secrets(job: JobProtocol, parameters: dict[str, Any]) -> frozenset[str]:
+    """Secret markers the rendering left in place; any other marker is text."""
+    keys: set[str] = set()
+    for text in _texts(parameters):
+        for m in MARKER.finditer(text):
+            if m["scope"] != "secrets" or not m["key"]:
+                continue
+            try:
+                lookup(job.secrets, m["key"])
+            except KeyError:
+                continue
+            keys.add(m["key"])
+    return frozenset(keys)
+
+
 def _for_role(use: PluginUse, job: JobProtocol, role: str, secrets: bool) -> PluginUse:
-    return replace(
-        use, role=role, parameters=render_for_role(job, role, use.parameters, secrets=secrets)
-    )
+    parameters = render_for_role(job, role, use.parameters, secrets=secrets)
+    kept = frozenset() if secrets else _kept_secrets(job, parameters)
+    return replace(use, role=role, parameters=parameters, kept_secrets=kept)
 
 
 def plugin_uses(job: JobProtocol, role: str, *, secrets: bool = True) -> list[PluginUse]:

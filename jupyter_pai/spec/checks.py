@@ -12,10 +12,13 @@ from typing import TypeVar
 from ..errors import FieldError
 from .protocol import JobProtocol
 from .render import role_context
-from .templating import MISSING, SCOPES, Reference, lookup, references, resolve
+from .templating import MARKER, MISSING, SCOPES, Reference, lookup, references, resolve
 
 T = TypeVar("T", bound=Hashable)
 PLUGINS = "extras.com.microsoft.pai.runtimeplugin"
+#: (Task role, line) and (task role, marker) pairs checked at most, a marker repeated in
+#: one line counting once: a hundred roles of two hundred lines and markers each.
+MAX_MARKER_CHECKS = 20_000
 
 
 def _duplicates(names: Iterable[T]) -> list[tuple[int, T]]:
@@ -157,10 +160,29 @@ def job_warnings(job: JobProtocol) -> list[FieldError]:
 
 def marker_warnings(job: JobProtocol) -> list[FieldError]:
     """Markers that resolve to nothing: OpenPAI leaves them in the command as written, so
-    they are warnings, each at the line that holds it (once per role that renders it)."""
-    found: list[FieldError] = []
+    they are warnings, each at the line that holds it (once per role that renders it).
+
+    Plugin parameters and callbacks are rendered once per role: each text is scanned once,
+    and past :data:`MAX_MARKER_CHECKS` pairs the rest go unchecked, so many roles times
+    many markers costs no more than one large job."""
+    found: dict[FieldError, None] = {}  # in order, once each
+    scanned: dict[str, list[Reference]] = {}
+    checks = 0
     deployment = job.deployment()
     dep_index = job.deployments.index(deployment) if deployment else -1
+    callbacks: dict[str, list[tuple[int, list[tuple[str, str]]]]] = {}
+    for i, pre in enumerate(job.prerequisites):
+        run = [
+            (f"prerequisites.{i}.callbacks.{j}.commands.{k}", line)
+            for j, callback in enumerate(pre.callbacks)
+            for k, line in enumerate(callback.commands)
+        ]
+        if run:
+            callbacks.setdefault(pre.name, []).append((i, run))
+    plugin_texts = [
+        [(f"{PLUGINS}.{i}.parameters{path}", text) for path, text in _texts(plugin.parameters)]
+        for i, plugin in enumerate(job.extras.runtime_plugins)
+    ]
     for role in job.task_roles:
         context = role_context(job, role)
         places = [
@@ -174,25 +196,39 @@ def marker_warnings(job: JobProtocol) -> list[FieldError]:
         ):
             base = f"deployments.{dep_index}.taskRoles.{role}.{kind}"
             places += [(f"{base}.{j}", line) for j, line in enumerate(lines)]
-        for i, pre in enumerate(job.prerequisites):
-            if pre.name not in job.task_roles[role].prerequisites:
-                continue
-            for j, callback in enumerate(pre.callbacks):
-                base = f"prerequisites.{i}.callbacks.{j}.commands"
-                places += [(f"{base}.{k}", line) for k, line in enumerate(callback.commands)]
+        named = dict.fromkeys(job.task_roles[role].prerequisites)
+        for _, run in sorted(c for name in named for c in callbacks.get(name, [])):
+            places += run
         for i, plugin in enumerate(job.extras.runtime_plugins):
             if plugin.taskroles is None or role in plugin.taskroles:
-                places += [
-                    (f"{PLUGINS}.{i}.parameters{path}", text)
-                    for path, text in _texts(plugin.parameters)
-                ]
+                places += plugin_texts[i]
         for path, text in places:
-            for ref in references(text):
+            refs = scanned.get(text)
+            if refs is None:
+                refs = scanned[text] = list(dict.fromkeys(references(text)))
+            checks += 1 + len(refs)
+            if checks > MAX_MARKER_CHECKS:
+                skipped = f"more than {MAX_MARKER_CHECKS} markers to check; the rest were not"
+                found[FieldError("", skipped)] = None
+                return list(found)
+            for ref in refs:
                 if resolve(context, ref) is MISSING:
                     warning = FieldError(path, _unresolved(job, role, ref))
-                    if warning not in found:
-                        found.append(warning)
-    return found
+                elif ref.scope == "secrets" and MARKER.fullmatch(ref.text) is None:
+                    warning = FieldError(path, _unpassable(ref))
+                else:
+                    continue
+                found[warning] = None
+    return list(found)
+
+
+def _unpassable(ref: Reference) -> str:
+    # A task's script keeps only identifier-like secret names (templating.MARKER).
+    return (
+        f"{ref.text}: a secret's name may hold only letters, digits, '_', '-' and '.' to "
+        "reach a task on the Kubernetes backend, which leaves this marker as written "
+        "(the local backend fills it in); rename the secret"
+    )
 
 
 def _texts(value: object, path: str = "") -> list[tuple[str, str]]:

@@ -18,10 +18,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-#: Any mustache tag with OpenPAI's delimiters.
-TAG = re.compile(r"<%(?P<body>.*?)%>", re.DOTALL)
-#: A tag whose name starts with ``$scope``; ``key`` is the rest after the first dot.
-MARKER = re.compile(r"<%\s*\$(?P<scope>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<key>[^\s%]+?))?\s*%>")
+#: Any mustache tag with OpenPAI's delimiters. A ``<%`` never closed matches up to the end
+#: (``unclosed`` set) and is text, not a tag: failing there instead would rescan the rest of
+#: the text from every later ``<%``, quadratic in the text's length.
+TAG = re.compile(r"<%(?P<body>.*?)(?:%>|(?P<unclosed>\Z))", re.DOTALL)
+#: A tag whose name starts with ``$scope``; ``key`` is the rest after the first dot. Keys are
+#: identifier-like (``a.b``, ``my-token``, ``uri[0]``): a ``<% $secrets.KEY %>`` left in a
+#: task's script sits inside double quotes, so a key must hold nothing bash would expand.
+MARKER = re.compile(
+    r"<%\s*\$(?P<scope>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:\.(?P<key>[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_-]*|\[[0-9]+\])*))?"
+    r"\s*%>"
+)
 SCOPES = ("parameters", "secrets", "script", "data", "output")
 #: Scopes that name a prerequisite of the task role (its ``script`` / ``data`` / ``output``).
 PREREQUISITE_SCOPES = ("script", "data", "output")
@@ -66,7 +74,11 @@ def normalise(name: str) -> str:
 
 
 def references(text: str) -> list[Reference]:
-    return [Reference(normalise(m["body"]), m.group(0)) for m in TAG.finditer(text)]
+    return [
+        Reference(normalise(m["body"]), m.group(0))
+        for m in TAG.finditer(text)
+        if m["unclosed"] is None
+    ]
 
 
 def lookup(values: Any, key: str) -> Any:
@@ -108,6 +120,8 @@ def render(text: str, value_of: Callable[[Reference], Any]) -> str:
     written back as OpenPAI leaves it."""
 
     def one(m: re.Match[str]) -> str:
+        if m["unclosed"] is not None:
+            return m.group(0)
         ref = Reference(normalise(m["body"]), m.group(0))
         value = value_of(ref)
         return ref.left_as_is if value is MISSING else as_text(value)

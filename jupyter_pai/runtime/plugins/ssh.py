@@ -16,6 +16,7 @@ a warning says how peers are reached instead.
 
 from __future__ import annotations
 
+import re
 import shlex
 from functools import cache
 from pathlib import Path
@@ -54,7 +55,8 @@ def _minutes(value: Any) -> str | None:
         return str(value)
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return str(int(value))
-    if isinstance(value, str) and value.strip().isdigit():
+    # ASCII digits only: the number goes into bash's arithmetic.
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
         return value.strip()
     return None
 
@@ -154,7 +156,7 @@ class Ssh(Plugin):
             return Sections()
         args = ["true" if jobssh else "false"]
         if userssh is not None:
-            args += [shell_word(userssh[0]), shell_word(userssh[1])]
+            args += [shell_word(v, use.kept_secrets) for v in userssh]
         # The Kubernetes task script keeps the private key out of the environment of
         # everything else it runs (``export -n``); only sshd.sh gets it.
         pre = [f'{PRIVATE_KEY_VAR}="${{{PRIVATE_KEY_VAR}-}}" {_run("sshd.sh", args)}']

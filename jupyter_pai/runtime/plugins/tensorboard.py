@@ -100,9 +100,10 @@ class Tensorboard(Plugin):
             return Sections()
         logdirs = _logdirs(use.parameters.get("logdir")) or {}
         if len(logdirs) == 1:
-            logdir = "--logdir=" + shell_word(next(iter(logdirs.values())))
+            logdir = "--logdir=" + shell_word(next(iter(logdirs.values())), use.kept_secrets)
         else:
-            logdir = "--logdir_spec=" + shell_word(",".join(f"{k}:{v}" for k, v in logdirs.items()))
+            spec = ",".join(f"{k}:{v}" for k, v in logdirs.items())
+            logdir = "--logdir_spec=" + shell_word(spec, use.kept_secrets)
         # Locally the port is on this machine: serve this machine only. In a pod, every
         # address (OpenPAI's --bind_all), so port-forward reaches it too.
         bind = '--host "$PAI_CONTAINER_HOST_IP"' if backend == LOCAL else "--bind_all"

@@ -6,7 +6,7 @@ echo "cmd pre hello"
 )
 echo "[jupyter-pai] runtime plugin git (extras.com.microsoft.pai.runtimeplugin.1): taskStarts" >&2
 (
-git clone --depth 1 --branch main "https://ci:<% $secrets.token %>@example.com/team/repo.git" "src dir"
+git clone "--depth" "1" "--branch" "main" -- "https://ci:<% $secrets.token %>@example.com/team/repo.git" "src dir"
 )
 (
 echo evaluate
