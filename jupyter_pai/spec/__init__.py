@@ -9,14 +9,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .parse import ParsedJob, load_document, parse_job
+    from .document import load_document
+    from .parse import ParsedJob, parse_job
     from .protocol import JobProtocol, TaskRole
     from .render import public_spec, redact, secret_values, task_commands
     from .schema import job_schema
 
 _WHERE = {
     "ParsedJob": "parse",
-    "load_document": "parse",
+    "load_document": "document",
     "parse_job": "parse",
     "JobProtocol": "protocol",
     "TaskRole": "protocol",

@@ -3,25 +3,26 @@ whose every entry names the field path and what is wrong."""
 
 from __future__ import annotations
 
-import copy
-import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FieldError, SpecError
 from ..runtime import plugin_errors
 from .checks import check_job, job_warnings
+from .document import describe, load_document
 from .protocol import PATTERN_HELP, Deployment, JobProtocol, Prerequisite
 from .shortform import ShortForm, expand, is_short_form, short_path
 from .v1 import convert as convert_v1
 from .v1 import is_v1
 
 SourceFormat = Literal["v2", "short", "v1"]
+#: Errors, and warnings, listed at most: past this a document needs rewriting, not a list
+#: of each fault, and renaming paths for the short form or v1 costs per entry.
+MAX_REPORTED = 100
 
 
 @dataclass
@@ -34,71 +35,6 @@ class ParsedJob:
     format: SourceFormat = "v2"
     #: The protocol-v2 document the job was validated from (expanded or converted).
     document: dict[str, Any] = field(default_factory=dict)
-
-
-def load_document(source: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
-    """YAML (a superset of JSON) or an already-parsed mapping → a plain dict.
-
-    A key written twice in one mapping is an error (YAML would silently keep the last)."""
-    if isinstance(source, Mapping):
-        return copy.deepcopy(dict(source))
-    text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
-    if not text.strip():
-        raise SpecError([FieldError("", "the job specification is empty")])
-    doc = _load_text(text)
-    if doc is None:
-        raise SpecError([FieldError("", "the job specification is empty")])
-    if not isinstance(doc, dict):
-        raise SpecError(
-            [FieldError("", f"the job specification must be a mapping of fields, not {_kind(doc)}")]
-        )
-    return doc
-
-
-def _load_text(text: str) -> Any:
-    if text.lstrip().startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass  # YAML flow style also starts with { or [; let YAML judge it.
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        duplicate = _duplicate_key(node, "")
-        if duplicate is not None:
-            raise SpecError([duplicate])
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError([FieldError("", f"not valid YAML or JSON{where}: {problem}")]) from None
-    finally:
-        loader.dispose()
-
-
-def _duplicate_key(node: yaml.Node, path: str) -> FieldError | None:
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            here = _join(path, key)
-            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
-                if key in seen:
-                    line = key_node.start_mark.line + 1
-                    return FieldError(here, f"is written twice (again at line {line})")
-                seen.add(key)
-            found = _duplicate_key(value_node, here)
-            if found is not None:
-                return found
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            found = _duplicate_key(item, _join(path, str(i)))
-            if found is not None:
-                return found
-    return None
 
 
 def parse_job(
@@ -133,11 +69,12 @@ def parse_job(
         try:
             ShortForm.model_validate(doc)
         except ValidationError as exc:
-            raise SpecError(_field_errors(exc, doc)) from None
+            raise _spec_error(_field_errors(exc, doc)) from None
         doc = expand(doc)
 
     def rename(errors: list[FieldError]) -> list[FieldError]:
         """Paths as the user wrote the document (short-form keys, v1 fields)."""
+        errors = _listed(errors)
         if short:
             return [FieldError(short_path(source_doc, e.path), e.message) for e in errors]
         if converted is not None:
@@ -147,23 +84,16 @@ def parse_job(
     try:
         job = JobProtocol.model_validate(doc)
     except ValidationError as exc:
-        raise SpecError(rename(_field_errors(exc, doc))) from None
+        raise _spec_error(_field_errors(exc, doc), rename) from None
     # What a runtime plugin cannot run with is refused on every backend, here already.
     errors = check_job(job) + plugin_errors(job)
     if errors:
-        raise SpecError(rename(errors))
+        raise _spec_error(errors, rename)
     warnings = rename(unknown_fields(job) + job_warnings(job))
     if converted is not None:
-        warnings = converted.warnings + warnings
+        warnings = _listed(converted.warnings + warnings)
     fmt: SourceFormat = "short" if short else "v1" if converted is not None else "v2"
     return ParsedJob(job=job, warnings=warnings, short_form=short, format=fmt, document=doc)
-
-
-def parse_json(text: str | bytes) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError([FieldError("", f"not valid JSON: {exc}")]) from None
 
 
 def unknown_fields(model: BaseModel, path: str = "") -> list[FieldError]:
@@ -208,12 +138,25 @@ _NOT_A_FIELD = re.compile(r"^(\[key\]|str|int|float|bool|none|[a-z-]+\[.*\])$")
 
 
 def _field_errors(exc: ValidationError, doc: Any) -> list[FieldError]:
-    found: list[FieldError] = []
-    for err in exc.errors():
-        error = FieldError(_path(err["loc"], doc), _message(err))
-        if error not in found:
-            found.append(error)
-    return found
+    found = (FieldError(_path(err["loc"], doc), _message(err)) for err in exc.errors())
+    return list(dict.fromkeys(found))  # once each, in order
+
+
+def _listed(found: list[FieldError]) -> list[FieldError]:
+    """The first :data:`MAX_REPORTED` entries, and one saying how many more there are."""
+    if len(found) <= MAX_REPORTED:
+        return found
+    rest = len(found) - MAX_REPORTED
+    return [*found[:MAX_REPORTED], FieldError("", f"{rest} more not listed")]
+
+
+def _spec_error(
+    errors: list[FieldError], rename: Callable[[list[FieldError]], list[FieldError]] = _listed
+) -> SpecError:
+    """``rename`` lists at most :data:`MAX_REPORTED`; the message counts them all."""
+    first = rename(errors[:1])[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return SpecError(rename(errors), f"invalid job specification: {first}{more}")
 
 
 def _path(loc: tuple[int | str, ...], doc: Any) -> str:
@@ -264,13 +207,13 @@ def _message(err: Any) -> str:
     if kind in ("float_parsing", "float_type", "finite_number"):
         return f"must be a number (got {given!r})"
     if kind == "string_type":
-        return f"must be text (got {_kind(given)})"
+        return f"must be text (got {describe(given)})"
     if kind in ("bool_parsing", "bool_type"):
         return f"must be true or false (got {given!r})"
     if kind == "list_type":
-        return f"must be a list (got {_kind(given)})"
+        return f"must be a list (got {describe(given)})"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"must be a mapping (got {_kind(given)})"
+        return f"must be a mapping (got {describe(given)})"
     if kind == "value_error":
         return str(ctx.get("error", err["msg"]))
     return str(err["msg"])
@@ -278,19 +221,3 @@ def _message(err: Any) -> str:
 
 def _number(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, bool):
-        return f"{str(value).lower()}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"text {value!r}"
-    return type(value).__name__

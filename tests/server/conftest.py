@@ -72,8 +72,10 @@ def jp_server_config(
 
 
 @pytest.fixture
-def pai(jp_fetch: Any, jp_root_dir: Path, pai_state_dir: Path) -> PAIClient:
-    return PAIClient(jp_fetch, Path(jp_root_dir), pai_state_dir)
+def pai(
+    jp_fetch: Any, jp_root_dir: Path, pai_state_dir: Path, http_server_client: Any
+) -> PAIClient:
+    return PAIClient(jp_fetch, Path(jp_root_dir), pai_state_dir, http_server_client)
 
 
 @pytest.fixture(autouse=True)
@@ -91,11 +93,20 @@ def marked_pids(marker: bytes) -> list[int]:
             continue
         try:
             environ = (entry / "environ").read_bytes()
+            if marker in environ.split(b"\0") and not _servers_own(entry):
+                found.append(int(entry.name))
         except OSError:
             continue
-        if marker in environ.split(b"\0"):
-            found.append(int(entry.name))
     return found
+
+
+def _servers_own(entry: Path) -> bool:
+    """A process of the server under test itself, not of a job: the request parser's worker
+    (and multiprocessing's resource tracker), started by this process, live on across tests
+    and merely inherited the test's environment."""
+    stat = (entry / "stat").read_text()
+    parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+    return parent == os.getpid() and b"multiprocessing" in (entry / "cmdline").read_bytes()
 
 
 def kill_marked(marker: bytes, rounds: int = 20) -> None:

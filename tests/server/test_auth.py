@@ -63,6 +63,7 @@ async def test_every_endpoint_refuses_unauthenticated_requests(
         "path": "hello.txt",
         "task": "w-0",
         "port": "1",
+        "link": "not-a-link",
     }
     body = yaml.safe_dump(job_spec("intruder", {"w": {"commands": ["touch intruded"]}}))
 

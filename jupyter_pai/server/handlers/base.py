@@ -5,24 +5,37 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
+from jupyter_server.auth.decorator import authorized as jupyter_authorized
 from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel
 
 from ...backends.base import Backend
 from ...errors import BadRequest, FieldError, PAIError, TooLarge
-from ...spec.parse import parse_json
+from ...spec.parse import ParsedJob
 from ..context import PAIContext
+from ..parsing import in_worker, job_from_body
 
 YAML_TYPES = ("text/yaml", "application/yaml", "application/x-yaml", "text/x-yaml", "text/plain")
 #: No request to this API needs a bigger body: a job spec is stored whole as an annotation on
 #: Kubernetes (256 KiB for all of an object's), and nothing else is uploaded through it.
 #: (The server's own ``ServerApp.max_body_size`` bounds what is read at all.)
 MAX_BODY_BYTES = 1024 * 1024
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def authorized(action: str) -> Callable[[Method], Method]:
+    """jupyter_server's ``@authorized`` on the handler's ``auth_resource``, with the action
+    (``read``, ``write``, ``execute``) always written out, and typed."""
+    return cast(Callable[[Method], Method], jupyter_authorized(action))
 
 
 class PAIHandler(APIHandler):
+    #: What an Authorizer is asked about (``@authorized``): reads, writes, and ``execute``
+    #: for a task's web port.
+    auth_resource = "pai"
     #: The largest request body the handler accepts (None: what the server reads at all).
     max_body_bytes: int | None = MAX_BODY_BYTES
 
@@ -44,23 +57,19 @@ class PAIHandler(APIHandler):
     async def backend(self) -> Backend:
         return await self.pai.backend()
 
-    def job_source(self) -> Any:
-        """The request body as a job document: YAML text (``text/yaml``, or no type) or a
-        JSON object; ``parse_job`` says what is wrong with anything else."""
+    async def parsed_job(self, virtual_cluster: str | None = None) -> ParsedJob:
+        """The request body as a validated job: YAML text (``text/yaml``, or no type) or a
+        JSON object, parsed in the parser's process; ``parse_job`` says what is wrong."""
         content_type = (
             (self.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         )
-        body = self.request.body
-        if content_type == "application/json":
-            source = parse_json(body)
-            # Not an object: parse_job says what is wrong with it, in the words it uses for YAML.
-            return source if isinstance(source, dict) else body
-        if content_type in YAML_TYPES or not content_type:
-            return body
-        raise BadRequest(
-            f"unsupported Content-Type {content_type!r}: send the job as text/yaml or "
-            "application/json"
-        )
+        if content_type != "application/json" and content_type not in (*YAML_TYPES, ""):
+            raise BadRequest(
+                f"unsupported Content-Type {content_type!r}: send the job as text/yaml or "
+                "application/json"
+            )
+        as_json = content_type == "application/json"
+        return await in_worker(job_from_body, self.request.body, as_json, virtual_cluster)
 
     def send_json(self, value: BaseModel | dict[str, Any], status: int = 200) -> None:
         """Every JSON answer goes out here: a named model (lists in their envelope), or a

@@ -7,15 +7,17 @@ from __future__ import annotations
 from tornado import web
 
 from ...backends.models import ConvertResult, FieldWarning
-from ...spec.parse import parse_job
 from ...spec.render import HIDDEN
-from .base import PAIHandler
+from .base import PAIHandler, authorized
 
 
 class ConvertHandler(PAIHandler):
     @web.authenticated
+    # Nothing is made, but it is write: it takes a submission's body and runs the parser on
+    # it for a user who, allowed only to read, has no job to submit.
+    @authorized("write")
     async def post(self) -> None:
-        parsed = parse_job(self.job_source())
+        parsed = await self.parsed_job()
         job = dict(parsed.document)
         if isinstance(job.get("secrets"), dict):
             job["secrets"] = {key: HIDDEN for key in job["secrets"]}

@@ -16,7 +16,7 @@ from tornado.iostream import StreamClosedError
 from ...backends.jobchanges import Subscription
 from ...backends.models import JobFilter
 from ...errors import BadRequest, FieldError
-from .base import StreamingHandler
+from .base import StreamingHandler, authorized
 
 HEARTBEAT = 15.0
 MAX_SECONDS = 24 * 3600.0
@@ -39,6 +39,7 @@ def _seconds(raw: str | None) -> float | None:
 
 class JobChangesHandler(StreamingHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         timeout = _seconds(self.get_argument("timeout", None))
         query = JobFilter(

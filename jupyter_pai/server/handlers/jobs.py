@@ -16,8 +16,7 @@ from ...backends.models import (
     SubmitResult,
 )
 from ...errors import BadRequest, FieldError
-from ...spec.parse import parse_job
-from .base import PAIHandler
+from .base import PAIHandler, authorized
 
 #: Mixed into every ETag: a restarted server (whose counters start again) never matches
 #: a tag the previous one gave.
@@ -26,6 +25,7 @@ _BOOT = secrets.token_hex(8)
 
 class JobsHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         query = self._filter()
         paging = parse_page(self.get_argument("limit", None), self.get_argument("continue", None))
@@ -67,8 +67,9 @@ class JobsHandler(PAIHandler):
         )
 
     @web.authenticated
+    @authorized("write")
     async def post(self) -> None:
-        parsed = parse_job(self.job_source(), virtual_cluster=self.get_argument("vc", None))
+        parsed = await self.parsed_job(virtual_cluster=self.get_argument("vc", None))
         backend = await self.backend()
         job = await backend.submit(parsed.job, working_dir=self.pai.working_dir)
         warnings = parsed.warnings + backend.submission_warnings(parsed.job)
@@ -83,11 +84,13 @@ class JobsHandler(PAIHandler):
 
 class JobHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, job_id: str) -> None:
         backend = await self.backend()
         self.send_json(await backend.get_job(job_id))
 
     @web.authenticated
+    @authorized("write")
     async def delete(self, job_id: str) -> None:
         backend = await self.backend()
         self.send_json(await backend.stop_job(job_id))
@@ -95,6 +98,7 @@ class JobHandler(PAIHandler):
 
 class JobEventsHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, job_id: str) -> None:
         backend = await self.backend()
         self.send_json(JobEventList(items=await backend.events(job_id)))

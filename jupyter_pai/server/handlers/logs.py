@@ -12,7 +12,7 @@ from tornado.iostream import StreamClosedError
 
 from ...backends.base import LogQuery
 from ...errors import BadRequest, FieldError
-from .base import PAIHandler, StreamingHandler
+from .base import PAIHandler, StreamingHandler, authorized
 
 FLUSH_BYTES = 256 * 1024
 
@@ -56,6 +56,7 @@ async def _until(chunks: AsyncIterator[bytes], gone: asyncio.Event) -> AsyncIter
 
 class JobLogsHandler(StreamingHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, job_id: str) -> None:
         query = LogQuery(
             role=self.get_argument("role", None) or None,

@@ -6,11 +6,12 @@ from __future__ import annotations
 from tornado import web
 
 from ...backends.models import NodeList
-from .base import PAIHandler
+from .base import PAIHandler, authorized
 
 
 class NodesHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         backend = await self.backend()
         self.send_json(NodeList(items=await backend.nodes()))

@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pydantic import ValidationError
 from tornado import web
 
-from ...backends.models import FieldWarning, NotebookJobRequest, NotebookJobResult
-from ...errors import BadRequest, FieldError, PAIError, SpecError
+from ...backends.models import FieldWarning, NotebookJobResult
+from ...errors import BadRequest, FieldError, PAIError
 from ...notebook.nbjob import prepare
-from ...spec.parse import parse_job, parse_json
-from .base import PAIHandler
+from ...spec.parse import parse_job
+from ..parsing import in_worker, notebook_job_request
+from .base import PAIHandler, authorized
 
 #: Paths of the job a request becomes, as the request names them.
 AS_REQUESTED = {
@@ -43,14 +43,9 @@ def locate(working_dir: str, relative: str) -> tuple[Path, Path]:
 
 class NotebookJobsHandler(PAIHandler):
     @web.authenticated
+    @authorized("write")
     async def post(self) -> None:
-        try:
-            request = NotebookJobRequest.model_validate(parse_json(self.request.body))
-        except ValidationError as exc:
-            errors = [
-                FieldError(".".join(str(p) for p in e["loc"]), e["msg"]) for e in exc.errors()
-            ]
-            raise SpecError(errors, "invalid notebook job: " + str(errors[0])) from None
+        request = await in_worker(notebook_job_request, self.request.body)
         root, source = await asyncio.to_thread(locate, self.pai.working_dir, request.path)
         backend = await self.backend()
         prepared = await prepare(
@@ -64,7 +59,7 @@ class NotebookJobsHandler(PAIHandler):
             name=request.name,
         )
         try:
-            parsed = parse_job(prepared.job)
+            parsed = await in_worker(parse_job, prepared.job)
             job = await backend.submit(parsed.job, working_dir=prepared.working_dir)
         except PAIError as error:
             # Name the request's fields, not those of the job it became.

@@ -9,11 +9,12 @@ from tornado.iostream import StreamClosedError
 
 from ...backends.base import FileContent
 from ...backends.models import StorageList
-from .base import PAIHandler
+from .base import PAIHandler, authorized
 
 
 class StoragesHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         backend = await self.backend()
         self.send_json(StorageList(items=await backend.storages()))
@@ -21,6 +22,7 @@ class StoragesHandler(PAIHandler):
 
 class StorageHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, name: str, path: str = "") -> None:
         backend = await self.backend()
         found = await backend.read_storage(name, path or "")

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from tornado import web
 
-from .base import PAIHandler
+from .base import PAIHandler, authorized
 
 
 class JobUtilisationHandler(PAIHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, job_id: str) -> None:
         backend = await self.backend()
         self.send_json(await backend.utilisation(job_id))
