@@ -142,12 +142,3 @@ def redact(text: str, secrets: list[str]) -> str:
         if value:
             text = text.replace(value, HIDDEN)
     return text
-
-
-def redact_bytes(data: bytes, secrets: list[str]) -> bytes:
-    """:func:`redact` of a log's bytes, whatever their encoding."""
-    if not secrets:
-        return data
-    return redact(data.decode("utf-8", errors="surrogateescape"), secrets).encode(
-        "utf-8", errors="surrogateescape"
-    )

@@ -10,6 +10,7 @@ import pytest
 
 from jupyter_pai.backends import logfiles
 from jupyter_pai.backends.logfiles import stream_file, tail_offset
+from jupyter_pai.backends.logredaction import LogSecrets
 
 SECRET = "s3cr3t-value"
 
@@ -21,6 +22,8 @@ def write(tmp_path: Path, data: bytes) -> Path:
 
 
 async def read(path: Path, **kwargs: object) -> bytes:
+    if isinstance(kwargs.get("secrets"), list):
+        kwargs["secrets"] = LogSecrets.of(kwargs["secrets"])  # type: ignore[arg-type]
     return b"".join([chunk async for chunk in stream_file(path, **kwargs)])  # type: ignore[arg-type]
 
 
@@ -31,6 +34,33 @@ def append(path: Path, data: bytes) -> None:
 
 def tail(path: Path, lines: int) -> bytes:
     return path.read_bytes()[tail_offset(path, lines) :]
+
+
+class Follower:
+    """Follows ``path`` in a task of its own; :meth:`end` says the writer has finished and
+    waits for the follower to read the rest."""
+
+    def __init__(self, path: Path, secrets: list[str] | None = None) -> None:
+        self.done = asyncio.Event()
+        self.got: list[bytes] = []
+        known = LogSecrets.of(secrets) if secrets else None
+        self.task = asyncio.create_task(self._consume(path, known))
+
+    @property
+    def text(self) -> bytes:
+        return b"".join(self.got)
+
+    async def _finished(self) -> bool:
+        return self.done.is_set()
+
+    async def _consume(self, path: Path, secrets: LogSecrets | None) -> None:
+        async for chunk in stream_file(path, follow=True, finished=self._finished, secrets=secrets):
+            self.got.append(chunk)
+
+    async def end(self) -> bytes:
+        self.done.set()
+        await asyncio.wait_for(self.task, timeout=10)
+        return self.text
 
 
 # -- tail_offset -------------------------------------------------------------------------
@@ -150,60 +180,64 @@ async def test_several_secrets_longest_first(tmp_path: Path) -> None:
 
 async def test_follow_yields_new_lines_until_finished(tmp_path: Path) -> None:
     path = write(tmp_path, b"one\n")
-    done = asyncio.Event()
-
-    async def finished() -> bool:
-        return done.is_set()
-
-    got: list[bytes] = []
-
-    async def consume() -> None:
-        async for chunk in stream_file(path, follow=True, finished=finished, secrets=[SECRET]):
-            got.append(chunk)
-
-    reader = asyncio.create_task(consume())
+    follower = Follower(path, secrets=[SECRET])
     for _ in range(100):
-        if b"".join(got) == b"one\n":
+        if follower.text == b"one\n":
             break
         await asyncio.sleep(0.02)
-    assert b"".join(got) == b"one\n"
+    assert follower.text == b"one\n"
     append(path, f"two {SECRET[:5]}".encode())  # half a secret, then a pause
     await asyncio.sleep(0.3)
     append(path, f"{SECRET[5:]}\nthree".encode())
     for _ in range(100):
-        if b"two" in b"".join(got):
+        if b"two" in follower.text:
             break
         await asyncio.sleep(0.05)
-    done.set()
-    await asyncio.wait_for(reader, timeout=10)
-    assert b"".join(got) == b"one\ntwo ******\nthree"
+    assert await follower.end() == b"one\ntwo ******\nthree"
 
 
 async def test_follow_moves_to_a_rotated_file(tmp_path: Path) -> None:
     """A task restarted by a retry writes a new file under the same name."""
     path = write(tmp_path, b"attempt 0\n")
-    done = asyncio.Event()
-
-    async def finished() -> bool:
-        return done.is_set()
-
-    got: list[bytes] = []
-
-    async def consume() -> None:
-        async for chunk in stream_file(path, follow=True, finished=finished):
-            got.append(chunk)
-
-    reader = asyncio.create_task(consume())
+    follower = Follower(path)
     for _ in range(100):
-        if got:
+        if follower.got:
             break
         await asyncio.sleep(0.02)
     path.rename(tmp_path / "task.0.log")
     path.write_bytes(b"attempt 1\n")
     for _ in range(100):
-        if b"attempt 1" in b"".join(got):
+        if b"attempt 1" in follower.text:
             break
         await asyncio.sleep(0.05)
-    done.set()
-    await asyncio.wait_for(reader, timeout=10)
-    assert b"".join(got) == b"attempt 0\nattempt 1\n"
+    assert await follower.end() == b"attempt 0\nattempt 1\n"
+
+
+# -- stream_file: many-line secrets ------------------------------------------------------------
+
+KEY = "KEYBEGIN\nQ1W2E3R4T5\nY6U7I8O9P0\nKEYEND"
+
+
+async def test_follow_hides_a_many_line_secret_written_a_line_at_a_time(tmp_path: Path) -> None:
+    """A program printing a private key line by line: the follower sees none of its lines,
+    only the placeholder once the key is complete."""
+    path = write(tmp_path, b"before\n")
+    follower = Follower(path, secrets=[KEY])
+    for line in (KEY + "\nafter\n").splitlines(keepends=True):
+        append(path, line.encode())
+        await asyncio.sleep(0.3)
+        assert b"Q1W2" not in follower.text and b"Y6U7" not in follower.text, follower.got
+    assert await follower.end() == b"before\n******\nafter\n"
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 16, 64 * 1024])
+async def test_a_many_line_secret_across_chunks_is_hidden_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(logfiles, "CHUNK", chunk)
+    path = write(tmp_path, f"a\n{KEY}\nb\n{KEY}".encode())
+    assert await read(path, secrets=[KEY]) == b"a\n******\nb\n******"
+    assert await read(path, offset=3, limit=20, secrets=[KEY]) == b"******"
+    for lines in range(7):
+        out = await read(path, offset=tail_offset(path, lines), secrets=[KEY])
+        assert b"Q1W2" not in out and b"P0" not in out and b"KEYEND" not in out, (lines, out)

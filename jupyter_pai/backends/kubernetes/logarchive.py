@@ -25,7 +25,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from ...spec.render import redact_bytes
+from ..logredaction import LogRedactor, LogSecrets
 from .jobviews import JobViews, labels_and_owners
 from .logs import pod_log, secret_values
 from .naming import (
@@ -117,6 +117,29 @@ def archive_manifest(
         },
         "binaryData": {"log": base64.b64encode(log[dropped:]).decode()},
     }
+
+
+class KeptLog:
+    """An attempt's log as it is read, redacted on the way in (so trimming its front can
+    cut no secret in two), of which at most about :data:`KEEP_BYTES` are held."""
+
+    def __init__(self, secrets: LogSecrets | None = None) -> None:
+        self._redactor = LogRedactor(secrets or LogSecrets())
+        self._kept = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self._kept += self._redactor.feed(chunk)
+        if len(self._kept) > 2 * KEEP_BYTES:
+            del self._kept[: len(self._kept) - KEEP_BYTES]
+
+    def __bool__(self) -> bool:
+        return bool(self._kept) or self._redactor.holding
+
+    def end(self) -> bytes:
+        """The log read, redacted, once it has ended (``archive_manifest`` keeps its last
+        :data:`KEEP_BYTES`)."""
+        self._kept += self._redactor.close()
+        return bytes(self._kept)
 
 
 class LogArchiver:
@@ -218,18 +241,16 @@ class LogArchiver:
         names = JobNames.from_annotations(primary["metadata"]["annotations"])
         job = self.views.view(primary).job
         grace = float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30)
-        kept = bytearray()
+        kept = KeptLog()
         lost: Exception | None = None
-        secrets: list[str] = []
         try:
-            secrets = await secret_values(rest, self.views.namespace, job, names)
+            secrets = LogSecrets.of(await secret_values(rest, self.views.namespace, job, names))
+            kept = KeptLog(secrets)
             async with asyncio.timeout(grace + FOLLOW_MARGIN_SECONDS):
                 chunks = await opening
                 try:
                     async for chunk in chunks:
-                        kept += chunk
-                        if len(kept) > 2 * KEEP_BYTES:
-                            del kept[: len(kept) - KEEP_BYTES]
+                        kept.add(chunk)
                 finally:
                     await chunks.aclose()
         except (ApiError, OSError) as error:
@@ -246,7 +267,7 @@ class LogArchiver:
             self.log.warning(
                 "jupyter-pai: the log of evicted pod %s is lost: %s", pod["metadata"]["name"], lost
             )
-        log = lost_note(pod, lost) if lost is not None else redact_bytes(bytes(kept), secrets)
+        log = lost_note(pod, lost) if lost is not None else kept.end()
         where = self.views.flavor.role_index(pod)
         body = archive_manifest(names, primary, pod, where, log, lost=lost is not None)
         try:

@@ -2,7 +2,8 @@
 never changes, and every open log view and poll would otherwise ask kube-apiserver, which
 asks the node's kubelet, for the same bytes again. Bounded by bytes, least recently read
 out first; keyed by the pod's uid, so a pod made again under the same name is a new entry.
-Raw bytes: secrets are blanked on the way out, as for a log read from the cluster."""
+Raw bytes: secrets are blanked on the way out, as for a log read from the cluster (a tail's
+entry holds the lines before it that a many-line secret can begin in, for that)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Task logs streamed from the API server (``pods/log``) chunk by chunk, never buffered
-whole; secrets' values are blanked line by line on the way through. A task's earlier
-attempts are the pods it replaced and its container's previous instance."""
+whole; secrets' values are blanked on the way through (:mod:`..logredaction`), however a
+read cuts the log. A task's earlier attempts are the pods it replaced and its container's
+previous instance."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import aiohttp
 
 from ...errors import BadRequest, NotFound
 from ...spec.protocol import JobProtocol
-from ...spec.render import MIN_SEARCHED_SECRET, redact_bytes
+from ...spec.render import MIN_SEARCHED_SECRET
 from ..base import LogQuery, LogStream
+from ..logredaction import LogRedactor, LogSecrets, redact_range, redact_tail
 from .jobssh import needs_job_key
 from .logcache import ENTRY_MAX_BYTES, EndedLogs
 from .naming import JobNames
@@ -39,18 +41,20 @@ async def task_log(
     task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
     if task is None:
         raise NotFound(f"job {job_id} has no task {role}-{query.index}")
+    if query.offset is not None and query.offset < 0:
+        raise BadRequest("offset must be ≥ 0")
     if query.attempt is not None and 0 <= query.attempt < len(task.archived_logs):
         try:
             archive = await rest.get(path(CONFIG_MAP, namespace, task.archived_logs[query.attempt]))
         except ApiError as error:
             raise typed(error) from None
         data = base64.b64decode((archive.get("binaryData") or {}).get("log") or "")
-        return stored_log(data, query, role)
+        secrets = LogSecrets.of(await secret_values(rest, namespace, job, names))
+        return stored_log(data, query, role, secrets)
     if task.pod is None:
         return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
-    if query.offset is not None and query.offset < 0:
-        raise BadRequest("offset must be ≥ 0")
     pod, previous = attempt_pod(task, query.attempt, job_id)
+    secrets = LogSecrets.of(await secret_values(rest, namespace, job, names))
     try:
         if (query.offset is not None or query.limit is not None) and query.tail is None:
             size, data = await ranged_pod_log(
@@ -60,34 +64,55 @@ async def task_log(
                 offset=query.offset or 0,
                 limit=query.limit,
                 previous=previous,
-                secrets=await secret_values(rest, namespace, job, names),
+                secrets=secrets,
             )
             return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
-        secrets = await secret_values(rest, namespace, job, names)
+        follow = query.follow and pod == task.pod and not previous and not task.state.terminal
         keep = None
         # Only the latest pod's tail: the one whose phase tells whether its log is final.
         cacheable = pod == task.pod and query.tail is not None and not previous
         uid = ended[1](pod) if ended is not None and cacheable else None
-        if ended is not None and uid is not None:
-            cache, key = ended[0], (uid, query.tail, query.limit)
+        if ended is not None and uid is not None and query.tail is not None:
+            cache, key, lines = ended[0], (uid, query.tail, query.limit), query.tail
             kept = cache.get(key)
             if kept is not None:
-                data = redact_bytes(kept, secrets)
+                data = redact_tail(kept, lines, query.limit, secrets)
                 return LogStream(size=0, chunks=_once(data), role=role, index=query.index)
 
             def keep(data: bytes) -> None:
                 cache.put(key, data)
 
+        # A secret of several lines can begin before a tail's first line: a tail is read
+        # with as many lines more, looked at, not sent (and its limit counted after them).
+        tail, context_lines = query.tail, 0
+        if query.tail is not None and secrets.newlines:
+            if not follow or query.limit is not None:
+                raw = await _read_all(
+                    await pod_log(
+                        rest,
+                        namespace,
+                        pod,
+                        tail=query.tail + secrets.newlines,
+                        previous=previous,
+                        keep=keep,
+                    )
+                )
+                data = redact_tail(raw, query.tail, query.limit, secrets)
+                return LogStream(size=0, chunks=_once(data), role=role, index=query.index)
+            tail, context_lines = await _follow_from_tail(
+                rest, namespace, pod, query.tail, secrets.newlines
+            )
         chunks = await pod_log(
             rest,
             namespace,
             pod,
-            follow=query.follow and pod == task.pod and not previous and not task.state.terminal,
-            tail=query.tail,
+            follow=follow,
+            tail=tail,
             previous=previous,
             limit=query.limit,
             secrets=secrets,
             keep=keep,
+            context_lines=context_lines,
         )
     except ApiError as error:
         if error.status == 400 and previous:
@@ -98,6 +123,20 @@ async def task_log(
             return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
         raise typed(error) from None
     return LogStream(size=0, chunks=chunks, role=role, index=query.index)
+
+
+async def _follow_from_tail(
+    rest: Rest, namespace: str, pod: str, lines: int, more: int
+) -> tuple[int | None, int]:
+    """How to follow a log from its last ``lines`` lines with the ``more`` lines before
+    them looked at: the ``tailLines`` to ask for, and how many lines of the answer are
+    only looked at. A log with fewer lines than that is followed whole (its last lines
+    are first asked for, to count them), so no line before them goes unseen."""
+    probe = await _read_all(await pod_log(rest, namespace, pod, tail=lines + more))
+    count = probe.count(b"\n") + (1 if probe and not probe.endswith(b"\n") else 0)
+    if count >= lines + more:
+        return lines + more, more
+    return None, max(0, count - lines)
 
 
 def attempt_pod(task: Task, attempt: int | None, job_id: str) -> tuple[str, bool]:
@@ -119,19 +158,21 @@ def attempt_pod(task: Task, attempt: int | None, job_id: str) -> tuple[str, bool
     raise NotFound(f"Kubernetes no longer keeps attempt {attempt} of {where}")
 
 
-def stored_log(data: bytes, query: LogQuery, role: str) -> LogStream:
-    """A kept log answered as ``query`` asks: its last ``tail`` lines, or a byte range."""
+def stored_log(data: bytes, query: LogQuery, role: str, secrets: LogSecrets) -> LogStream:
+    """A kept log answered as ``query`` asks: its last ``tail`` lines, or a byte range.
+    It was kept redacted; it is redacted again as a live log is, in case it was not."""
     if query.offset is not None and query.offset < 0:
         raise BadRequest("offset must be ≥ 0")
     size = len(data)
     if query.tail is not None:
-        lines = data.splitlines(keepends=True)
-        data = b"".join(lines[-query.tail :]) if query.tail > 0 else b""
+        data = redact_tail(data, query.tail, query.limit, secrets)
         size = 0
     elif query.offset is not None or query.limit is not None:
         start = query.offset or 0
-        data = data[start : None if query.limit is None else start + query.limit]
+        end = size if query.limit is None else start + query.limit
+        data = redact_range(data, start, end, secrets)
     else:
+        data = redact_range(data, 0, size, secrets)
         size = 0
     return LogStream(size=size, chunks=_once(data), role=role, index=query.index)
 
@@ -156,6 +197,10 @@ async def _once(data: bytes) -> AsyncIterator[bytes]:
         yield data
 
 
+async def _read_all(chunks: AsyncGenerator[bytes, None]) -> bytes:
+    return b"".join([chunk async for chunk in chunks])
+
+
 async def pod_log(
     rest: Rest,
     namespace: str,
@@ -165,13 +210,14 @@ async def pod_log(
     tail: int | None = None,
     previous: bool = False,
     limit: int | None = None,
-    secrets: list[str] | None = None,
+    secrets: LogSecrets | None = None,
     container: str = "main",
     keep: Callable[[bytes], None] | None = None,
+    context_lines: int = 0,
 ) -> AsyncGenerator[bytes, None]:
     """The pod's log as it comes (close it to let the connection go before its end);
     ``keep`` gets the whole of it (raw) once read to its end, unless it is larger than
-    ``ENTRY_MAX_BYTES``."""
+    ``ENTRY_MAX_BYTES``; its first ``context_lines`` lines are looked at, not sent."""
     resp = await rest.open(
         "GET",
         f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
@@ -186,7 +232,7 @@ async def pod_log(
             total=None, sock_connect=10, sock_read=None if follow else 60
         ),
     )
-    return _chunks(resp, secrets or [], keep)
+    return _chunks(resp, secrets or LogSecrets(), keep, context_lines)
 
 
 async def ranged_pod_log(
@@ -197,40 +243,48 @@ async def ranged_pod_log(
     offset: int,
     limit: int | None,
     previous: bool = False,
-    secrets: list[str] | None = None,
+    secrets: LogSecrets | None = None,
     container: str = "main",
 ) -> tuple[int, bytes]:
     """The log's size in bytes and its bytes ``[offset, offset + limit)``.
 
-    pods/log has no byte offsets, so the log is read once and only the range is kept: memory
-    stays bounded by ``limit`` (the kubelet rotates container logs at a few MB anyway)."""
+    pods/log has no byte offsets, so the log is read once and only the range is kept, with
+    what lies just around it where secrets are blanked: memory stays bounded by ``limit``
+    (the kubelet rotates container logs at a few MB anyway)."""
     resp = await rest.open(
         "GET",
         f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
         query={"container": container, "previous": "true" if previous else None},
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=60),
     )
+    context = secrets.context if secrets else 0
     end = None if limit is None else offset + limit
+    first, last = max(0, offset - context), None if end is None else end + context
     size, kept = 0, bytearray()
     try:
         async for data in resp.content.iter_any():
             start_of_chunk = size
             size += len(data)
-            lo, hi = max(offset, start_of_chunk), size if end is None else min(end, size)
+            lo, hi = max(first, start_of_chunk), size if last is None else min(last, size)
             if hi > lo:
                 kept += data[lo - start_of_chunk : hi - start_of_chunk]
     finally:
         resp.release()
-    return size, redact_bytes(bytes(kept), secrets or [])
+    if not secrets:
+        return size, bytes(kept)
+    stop = size if end is None else min(end, size)
+    return size, redact_range(bytes(kept), offset - first, stop - first, secrets)
 
 
 async def _chunks(
     resp: aiohttp.ClientResponse,
-    secrets: list[str],
+    secrets: LogSecrets,
     keep: Callable[[bytes], None] | None = None,
+    context_lines: int = 0,
 ) -> AsyncGenerator[bytes, None]:
-    pending = b""
     kept: bytearray | None = bytearray() if keep is not None else None
+    redactor = LogRedactor(secrets) if secrets and not context_lines else None
+    before = bytearray()  # the lines looked at, not sent, as they come
     try:
         async for data in resp.content.iter_any():
             if kept is not None:
@@ -240,14 +294,29 @@ async def _chunks(
             if not secrets:
                 yield data
                 continue
-            data = pending + data
-            cut = data.rfind(b"\n") + 1
-            data, pending = data[:cut], data[cut:]
-            if data:
-                yield redact_bytes(data, secrets)
-        if pending:
-            yield redact_bytes(pending, secrets)
+            if redactor is None:
+                before += data
+                at = _after_lines(before, context_lines)
+                if at is None:
+                    continue
+                redactor = LogRedactor(secrets, bytes(before[:at]))
+                data = bytes(before[at:])
+            if out := redactor.feed(data):
+                yield out
+        if redactor is not None and (rest := redactor.close()):
+            yield rest
         if keep is not None and kept is not None:  # read to its end, not left midway
             keep(bytes(kept))
     finally:
         resp.release()
+
+
+def _after_lines(data: bytearray, lines: int) -> int | None:
+    """Where the line after the first ``lines`` lines of ``data`` starts, if it has them."""
+    at = 0
+    for _ in range(lines):
+        found = data.find(b"\n", at)
+        if found == -1:
+            return None
+        at = found + 1
+    return at

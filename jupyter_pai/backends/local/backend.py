@@ -24,6 +24,7 @@ from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
 from ..envcontract import port_requests
 from ..logfiles import LogStart, begin_reading, stream_file, tail_offset
+from ..logredaction import LogSecrets
 from ..models import (
     Info,
     JobDetail,
@@ -45,6 +46,7 @@ from ..utilisation import job_utilisation
 from . import gpus
 from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
 from .hostusage import HostUsage
+from .listeners import PortOwners
 from .nvml import NvmlGpus
 from .processes import alive
 from .records import JobRecord, TaskRecord, now
@@ -123,6 +125,7 @@ class LocalBackend(Backend):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.store = StateStore(self.state_dir)
+        self._port_owners = PortOwners()
         self.slots = self._slots()
         self.policies = vc_policies(self.virtual_clusters_config, len(self.slots))
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
@@ -133,7 +136,7 @@ class LocalBackend(Backend):
         self._relisting = threading.Lock()
         # Each record's summary, made again only when ``_read`` gave a new record.
         self._made: dict[str, tuple[JobRecord, JobSummary]] = {}
-        self._secrets: dict[str, tuple[datetime, list[str]]] = {}
+        self._secrets: dict[str, tuple[datetime, LogSecrets]] = {}
         self.nvml = NvmlGpus()
         self.host_usage = HostUsage()
         self._housekeeper: asyncio.Task[None] | None = None
@@ -266,14 +269,16 @@ class LocalBackend(Backend):
         rec = self._read(job_id)
         return detail(rec, JobProtocol.model_validate(self.store.read_spec(job_id)))
 
-    def _secrets_of(self, rec: JobRecord) -> list[str]:
+    def _secrets_of(self, rec: JobRecord) -> LogSecrets:
         """The job's secret values, to redact from its logs. A spec never changes once
         submitted, so they are read once per job (its submission time tells a job from a
         later one of the same name)."""
         known = self._secrets.get(rec.id)
         if known is not None and known[0] == rec.submission_time:
             return known[1]
-        values = secret_values(JobProtocol.model_validate(self.store.read_spec(rec.id)))
+        values = LogSecrets.of(
+            secret_values(JobProtocol.model_validate(self.store.read_spec(rec.id)))
+        )
         self._secrets[rec.id] = (rec.submission_time, values)
         return values
 
@@ -480,7 +485,7 @@ class LocalBackend(Backend):
 
     def _log_start(
         self, job_id: str, query: LogQuery
-    ) -> tuple[str, Path, int, int, list[str], LogStart]:
+    ) -> tuple[str, Path, int, int, LogSecrets, LogStart]:
         """The task's role, its log file, the file's size, the offset to start from, the
         job's secret values (to redact) and the file opened there with its first chunk read;
         or the error that refuses the request."""
@@ -531,7 +536,13 @@ class LocalBackend(Backend):
         return await storage_fs.read_path(name, Path(str(conf["path"])), path)
 
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
-        # Tasks are processes of this machine; their ports are on its loopback.
+        # Tasks are processes of this machine; their ports are on its loopback, where
+        # any process may have taken one before the task's app listened.
+        rec = await asyncio.to_thread(self.store.read_job, job.id)
+        session = next((t.pid for t in rec.tasks if t.key == f"{task.role}-{task.index}"), None)
+        if session is not None:
+            where = f"task {task.role}-{task.index} of job {job.id}"
+            await self._port_owners.check(port, session, where)
         return PortAddress(task.ip or "127.0.0.1", port)
 
     async def nodes(self) -> list[NodeResources]:
