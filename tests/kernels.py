@@ -82,3 +82,34 @@ async def eventually(check: Callable[[], Awaitable[T]], what: str, timeout: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+#: A cell printing (JSON) what code in the kernel sees of its environment: ``os.environ``,
+#: its own environment block and its parent's (the launcher), as ``/proc`` shows them.
+ENVIRONMENT = """
+import json, os
+def block(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError as error:
+        return f"unreadable: {error}"
+print(json.dumps({"environ": dict(os.environ), "self": block("self"), "parent": block(os.getppid())}))
+"""
+
+SECRET_NAMES = ("JUPYTER_PAI_KERNEL_KEY", "JUPYTER_PAI_CURVE_", "PAI_SECRET_")
+
+
+def secrets_in_environment(printed: str, values: list[str]) -> list[str]:
+    """What of the kernel's secrets (their names' variables, their ``values``) the output
+    of :data:`ENVIRONMENT` shows, and where."""
+    seen = json.loads(printed)
+    found = [f"os.environ: {n}" for n in seen["environ"] if n.startswith(SECRET_NAMES)]
+    for where in ("self", "parent"):
+        block = seen[where]
+        assert not block.startswith("unreadable"), block
+        names = [entry.partition("=")[0] for entry in block.split("\0")]
+        found += [f"{where} environ: {n}" for n in names if n.startswith(SECRET_NAMES)]
+    text = json.dumps(seen)
+    found += [f"the value {v[:4]}…" for v in values if v and v in text]
+    return found

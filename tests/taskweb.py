@@ -4,7 +4,10 @@ the test cluster's runner a pod's command runs with the machine's python3).
 ``GET /`` a page naming the task; ``GET /whoami`` the request as received (JSON: path,
 query, headers), so a test sees what the proxy forwarded and dropped; ``POST /echo`` the
 body back; ``GET /go`` a redirect to ``/whoami`` (an absolute path); ``/ws`` a WebSocket
-that answers each text message with ``echo: <message>``.
+that answers each text message with ``echo: <message>``; ``GET /attack`` a hostile page
+whose script tries to act as the Jupyter user who opened it (read the cookies, open a
+terminal, list files, reach into JupyterLab's page) and writes what it got into
+``#result`` as JSON.
 
 Run in a task by :func:`command`, or as a script (``python3 taskweb.py [label]``)."""
 
@@ -17,10 +20,38 @@ import os
 import shlex
 import struct
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+ATTACK = """<!doctype html><html><head><title>hostile page</title></head><body>
+<h1>hostile page</h1><pre id="result"></pre>
+<script>
+(async () => {
+  const out = {};
+  const base = location.pathname.split("pai/api/")[0];
+  let xsrf = "";
+  try {
+    out.cookie = document.cookie;
+    const m = document.cookie.match(/_xsrf=([^;]+)/);
+    xsrf = m ? decodeURIComponent(m[1]) : "";
+  } catch (e) { out.cookie_error = String(e); }
+  async function attempt(name, url, init) {
+    try {
+      const r = await fetch(url, init);
+      out[name] = { status: r.status, body: (await r.text()).slice(0, 200) };
+    } catch (e) { out[name] = { error: String(e) }; }
+  }
+  await attempt("terminal", base + "api/terminals", {
+    method: "POST", credentials: "include", headers: { "X-XSRFToken": xsrf } });
+  await attempt("contents", base + "api/contents", { credentials: "include" });
+  try { out.parent = window.parent.document.title; }
+  catch (e) { out.parent_error = String(e); }
+  document.getElementById("result").textContent = JSON.stringify(out);
+})();
+</script></body></html>"""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -49,6 +80,8 @@ class Handler(BaseHTTPRequestHandler):
                 '<p><a href="whoami">whoami</a></p></body></html>'
             )
             return self._send(200, page.encode(), "text/html; charset=utf-8")
+        if path == "/attack":
+            return self._send(200, ATTACK.encode(), "text/html; charset=utf-8")
         if path == "/whoami":
             seen = {"path": path, "query": query, "headers": dict(self.headers.items())}
             return self._send(200, json.dumps(seen).encode(), "application/json")
@@ -112,12 +145,18 @@ class Handler(BaseHTTPRequestHandler):
 
 def serve(label: str = "tensorboard") -> None:
     port = int(os.environ[f"PAI_CONTAINER_HOST_{label}_PORT_LIST"].split(",")[0])
-    # Its own address only: on the test cluster's runner every pod is a process of this
+    # Its own addresses only: on the test cluster's runner every pod is a process of this
     # machine with a loopback IP of its own, and other pods may hold the same port number.
-    host = os.environ.get("PAI_CURRENT_CONTAINER_IP") or "0.0.0.0"
-    server = ThreadingHTTPServer((host, port), Handler)
+    # There the pod's own loopback (where port-forwards connect) is an address apart.
+    hosts = [os.environ.get("PAI_CURRENT_CONTAINER_IP") or "0.0.0.0"]
+    loopback = os.environ.get("JUPYTER_PAI_POD_LOOPBACK")
+    if loopback and loopback not in hosts:
+        hosts.append(loopback)
+    servers = [ThreadingHTTPServer((host, port), Handler) for host in hosts]
+    for server in servers[1:]:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"serving on port {port}", flush=True)
-    server.serve_forever()
+    servers[0].serve_forever()
 
 
 def command(python: str = "python3", label: str = "tensorboard") -> str:

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import BadRequest, Conflict, FieldError, Forbidden, NotFound
+from ..errors import BadRequest, Conflict, FieldError, Forbidden, NotFound, PAIError
 from .models import JobDetail, TaskState, TaskStatus
+
+
+class PortTaken(PAIError):
+    """Something other than the task listens on its port: nothing is sent there."""
+
+    status = 502
 
 
 @dataclass(frozen=True)
 class PortAddress:
-    """Where this server connects to reach a task's port."""
+    """Where this server connects to reach a task's port: ``host:port``, or a Unix socket
+    of this machine (a port-forward only its owner may connect to), in which case
+    ``host:port`` is how the app would name itself (its ``Host``)."""
 
     host: str
     port: int
+    socket: str | None = None
 
 
 def parse_task(text: str) -> tuple[str, int]:

@@ -52,12 +52,20 @@ async def close_backends() -> None:
 
 @dataclass
 class Endpoint:
-    """Host and ports (shell, iopub, stdin, control, hb, launcher) to connect to."""
+    """Where the ports (shell, iopub, stdin, control, hb, launcher) are reached: ``tcp``
+    at ``host``, or ``ipc``, Unix sockets named ``{host}-{port}`` (jupyter_client's way)."""
 
     host: str
     ports: list[int]
+    transport: str = "tcp"
     closers: list[Any] = field(default_factory=list)
     resetters: list[Any] = field(default_factory=list)
+
+    def address(self, port: int) -> str:
+        """A ZeroMQ address of one of the ports."""
+        if self.transport == "ipc":
+            return f"ipc://{self.host}-{port}"
+        return f"tcp://{self.host}:{port}"
 
     async def reset(self) -> None:
         """After a restart in the job: connections to the old kernel are dropped."""
@@ -83,6 +91,14 @@ async def endpoint(backend: Backend, job: JobDetail, connect: str) -> Endpoint:
 
     if not isinstance(backend, KubernetesBackend):
         raise Unavailable(f"backend {backend.name} offers no port-forward")
+    # Unix sockets in a folder only this user may enter: no other user of this machine
+    # connects to the kernel through the user's port-forward.
     forward = PortForward(backend, running_pod(backend, job), list(ports))
     await forward.start()
-    return Endpoint("127.0.0.1", forward.local, closers=[forward.close], resetters=[forward.reset])
+    return Endpoint(
+        forward.prefix,
+        list(ports),
+        transport="ipc",
+        closers=[forward.close],
+        resetters=[forward.reset],
+    )

@@ -1,7 +1,8 @@
 """The server's side of the launcher's control port: signed requests, each answered once.
 
 A DEALER socket (not REQ) so a request that timed out leaves no state behind; replies to
-an older request are skipped by their parent's message id."""
+an older request are skipped by their parent's message id. Where the launcher is reached
+at the pod IP its port is a CurveZMQ server: ``server_key`` is its public key."""
 
 from __future__ import annotations
 
@@ -19,19 +20,28 @@ class LauncherUnreachable(Exception):
     """The launcher did not answer in time (not started yet, or gone)."""
 
 
+def _dealer(context: Any, address: str, server_key: bytes | None) -> Any:
+    sock = context.socket(zmq.DEALER)
+    sock.linger = 0
+    if server_key is not None:
+        sock.curve_serverkey = server_key
+        sock.curve_publickey, sock.curve_secretkey = zmq.curve_keypair()
+    sock.connect(address)
+    return sock
+
+
 class LauncherControl:
-    def __init__(self, key: bytes, host: str, port: int) -> None:
+    def __init__(self, key: bytes, address: str, server_key: bytes | None = None) -> None:
         self.session = Session(key=key, signature_scheme="hmac-sha256")
-        self.address = f"tcp://{host}:{port}"
+        self.address = address
+        self.server_key = server_key
         self._context = zmq.asyncio.Context.instance()
         self._sock: zmq.asyncio.Socket | None = None
         self._lock = asyncio.Lock()
 
     def _socket(self) -> zmq.asyncio.Socket:
         if self._sock is None:
-            self._sock = self._context.socket(zmq.DEALER)
-            self._sock.linger = 0
-            self._sock.connect(self.address)
+            self._sock = _dealer(self._context, self.address, self.server_key)
         return self._sock
 
     async def request(
@@ -78,9 +88,12 @@ class Heartbeat:
     does (a blocking KernelManager runs its loop only during calls) and stops only with
     this process or :meth:`stop`: then the launcher's idle timer starts."""
 
-    def __init__(self, key: bytes, address: str, every: float) -> None:
+    def __init__(
+        self, key: bytes, address: str, every: float, server_key: bytes | None = None
+    ) -> None:
         self.session = Session(key=key, signature_scheme="hmac-sha256")
         self.address = address
+        self.server_key = server_key
         self.every = every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pai-kernel-heartbeat", daemon=True)
@@ -92,10 +105,7 @@ class Heartbeat:
         self._stop.set()
 
     def _run(self) -> None:
-        context: Any = zmq.Context.instance()
-        sock = context.socket(zmq.DEALER)
-        sock.linger = 0
-        sock.connect(self.address)
+        sock = _dealer(zmq.Context.instance(), self.address, self.server_key)
         try:
             while not self._stop.wait(self.every):
                 self.session.send(sock, "ping", {})

@@ -10,10 +10,18 @@ Self-contained on purpose: it imports only the standard library, pyzmq and
 jupyter_client (both come with ipykernel), so on Kubernetes any image with Python and
 ipykernel runs it, shipped as source in the command (:func:`inline_command`).
 
-The connection key comes from ``JUPYTER_PAI_KERNEL_KEY`` (the job's Secret), is removed
-from the environment the kernel sees, and reaches ipykernel in a 0600 connection file:
-never in an argument list. Requests on the control port are HMAC-signed with the same key
+The connection key comes from ``JUPYTER_PAI_KERNEL_KEY`` (the job's Secret) and reaches
+ipykernel in a 0600 connection file: never in an argument list, never in the kernel's
+environment. Where the process's own environment block holds a key (``/proc/self/environ``
+keeps what it was started with), the launcher starts itself again without them, handing
+them over on a pipe, so no process of the kernel's shows them (``%env``,
+``/proc/…/environ``). Requests on the control port are HMAC-signed with the same key
 (jupyter_client's Session), so only the server holding the key can restart or end it.
+
+Without CurveZMQ every port listens on the pod's own loopback only, where kubelet's
+port-forward connects: nothing else on the pod network reaches the kernel. With a Curve
+key pair (the server connects to the pod IP) every port, the launcher's own included, is
+Curve-encrypted and listens on the pod IP.
 """
 
 from __future__ import annotations
@@ -32,6 +40,13 @@ from typing import Any
 KEY_VARIABLE = "JUPYTER_PAI_KERNEL_KEY"
 #: CurveZMQ key pair (Z85) where the server connects to the pod IP, from the Secret too.
 CURVE_VARIABLES = ("JUPYTER_PAI_CURVE_PUBLICKEY", "JUPYTER_PAI_CURVE_SECRETKEY")
+#: How a job's secrets reach its pods (the kernel's key and key pair among them).
+SECRET_PREFIX = "PAI_SECRET_"
+#: The pod's own loopback, where kubelet's port-forward connects: 127.0.0.1, unless the
+#: pod has no network of its own (the test cluster's runner gives each pod an address).
+LOOPBACK_VARIABLE = "JUPYTER_PAI_POD_LOOPBACK"
+#: The descriptor the launcher, started again without its secrets, reads them from.
+SECRETS_FD_VARIABLE = "JUPYTER_PAI_LAUNCHER_SECRETS_FD"
 PORT_LABEL = "kernel"
 #: Order of the ports the job holds under :data:`PORT_LABEL`.
 PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port", "launcher")
@@ -54,12 +69,58 @@ def job_ports() -> list[int]:
     raise SystemExit(f"the job holds no {len(PORT_NAMES)} ports labelled {PORT_LABEL!r}")
 
 
-def bind_address() -> str:
-    """Where ipykernel listens: the pod IP where it is a loopback address (the test
-    cluster's pods share one network), else every interface, so both the API server's
-    port-forward (which connects to localhost in the pod) and the pod IP reach it."""
-    ip = os.environ.get("PAI_CURRENT_CONTAINER_IP") or "127.0.0.1"
-    return ip if ip.startswith("127.") else "0.0.0.0"
+def bind_address(curve: bool) -> str:
+    """Where the kernel and the launcher listen: the pod IP where every channel is
+    Curve-encrypted, else the pod's own loopback (kubelet's port-forward connects there)."""
+    if curve:
+        return os.environ.get("PAI_CURRENT_CONTAINER_IP") or "0.0.0.0"
+    return os.environ.get(LOOPBACK_VARIABLE) or "127.0.0.1"
+
+
+def is_secret(name: str) -> bool:
+    return name in (KEY_VARIABLE, *CURVE_VARIABLES) or name.startswith(SECRET_PREFIX)
+
+
+def without_secrets(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not is_secret(k)}
+
+
+def environ_block_holds_secrets() -> bool:
+    """Whether this process was started with a secret in its environment: ``os.environ``
+    can drop it, ``/proc/self/environ`` (what others in the pod may read) cannot."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            block = f.read()
+    except OSError:
+        return False  # no /proc: nothing but os.environ shows the environment
+    names = (entry.partition(b"=")[0].decode(errors="replace") for entry in block.split(b"\0"))
+    return any(is_secret(name) for name in names)
+
+
+def restart_without_secrets(key: str, curve: tuple[str, str] | None) -> None:
+    """Start this program again (same process, same arguments) with the secrets taken out
+    of its environment, passing them on a pipe. Returns only where that cannot be done."""
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            argv = [a.decode(errors="surrogateescape") for a in f.read().split(b"\0")[:-1]]
+    except OSError:
+        return
+    if not argv or not sys.executable:
+        return
+    read, write = os.pipe()
+    os.write(write, json.dumps({"key": key, "curve": curve}).encode())  # far below a pipe's buffer
+    os.close(write)
+    os.set_inheritable(read, True)
+    env = without_secrets(dict(os.environ))
+    env[SECRETS_FD_VARIABLE] = str(read)
+    os.execve(sys.executable, argv, env)
+
+
+def handed_over_secrets(fd: int) -> tuple[str, tuple[str, str] | None]:
+    with os.fdopen(fd, "rb") as f:
+        given = json.loads(f.read())
+    curve = given.get("curve")
+    return str(given["key"]), (str(curve[0]), str(curve[1])) if curve else None
 
 
 class Launcher:
@@ -94,7 +155,7 @@ class Launcher:
             json.dump(info, f)
 
     def start_kernel(self) -> None:
-        env = {k: v for k, v in os.environ.items() if k != KEY_VARIABLE}
+        env = without_secrets(dict(os.environ))
         # ipykernel ends itself when this process is gone, even if it was SIGKILLed.
         env["JPY_PARENT_PID"] = str(os.getpid())
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
@@ -141,6 +202,10 @@ class Launcher:
         context = zmq.Context()
         sock = context.socket(zmq.ROUTER)
         sock.linger = 0
+        if self.curve is not None:  # as encrypted as the kernel's own channels
+            sock.curve_publickey = self.curve[0].encode()
+            sock.curve_secretkey = self.curve[1].encode()
+            sock.curve_server = True
         sock.bind(f"tcp://{self.ip}:{self.ports['launcher']}")
         last_contact = time.monotonic()
         try:
@@ -172,12 +237,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jupyter_pai.kernels.launcher")
     parser.add_argument("--idle-seconds", type=float, default=600.0)
     args = parser.parse_args(argv)
-    key = os.environ.pop(KEY_VARIABLE, "")
-    public, secret = (os.environ.pop(name, "") for name in CURVE_VARIABLES)
-    if not key:
-        raise SystemExit(f"{KEY_VARIABLE} is not set (the kernel job's Secret)")
-    curve = (public, secret) if public and secret else None
-    launcher = Launcher(key, bind_address(), job_ports(), args.idle_seconds, curve)
+    handed = os.environ.pop(SECRETS_FD_VARIABLE, None)
+    if handed is not None:
+        key, curve = handed_over_secrets(int(handed))
+    else:
+        key = os.environ.get(KEY_VARIABLE, "")
+        public, secret = (os.environ.get(name, "") for name in CURVE_VARIABLES)
+        if not key:
+            raise SystemExit(f"{KEY_VARIABLE} is not set (the kernel job's Secret)")
+        curve = (public, secret) if public and secret else None
+        if environ_block_holds_secrets():
+            restart_without_secrets(key, curve)
+    for name in [n for n in os.environ if is_secret(n)]:
+        del os.environ[name]
+    launcher = Launcher(key, bind_address(curve is not None), job_ports(), args.idle_seconds, curve)
 
     def on_term(signum: int, frame: object) -> None:
         launcher.stopping = True

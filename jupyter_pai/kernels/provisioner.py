@@ -149,7 +149,7 @@ class PAIProvisioner(KernelProvisionerBase):
         try:
             self._endpoint = await endpoint(backend, detail, self.connect)
             self._control = LauncherControl(
-                self._key(), self._endpoint.host, self._endpoint.ports[-1]
+                self._key(), self._endpoint.address(self._endpoint.ports[-1]), self._server_key()
             )
             await self._control.wait_ready(self.boot_timeout_seconds)
         except (LauncherUnreachable, PAIError) as error:
@@ -192,12 +192,16 @@ class PAIProvisioner(KernelProvisionerBase):
                 self.job_id = None
                 raise KernelStartError(f"the kernel's job {detail.id} is gone") from None
 
+    def _server_key(self) -> bytes | None:
+        """The launcher's Curve public key, where it is reached at the pod IP."""
+        return None if self._curve is None else self._curve[0].encode()
+
     def _connection_info(self) -> KernelConnectionInfo:
         assert self._endpoint is not None
         ports = dict(zip(PORT_NAMES[:-1], self._endpoint.ports[:-1], strict=True))
         info: KernelConnectionInfo = {
             "ip": self._endpoint.host,
-            "transport": "tcp",
+            "transport": self._endpoint.transport,
             "key": self._key(),
             "signature_scheme": "hmac-sha256",
             **ports,  # type: ignore[typeddict-item]
@@ -232,7 +236,9 @@ class PAIProvisioner(KernelProvisionerBase):
     def _start_heartbeat(self) -> None:
         if self._heartbeat is None and self._control is not None:
             every = max(0.5, min(10.0, self.idle_seconds / 4))
-            self._heartbeat = Heartbeat(self._key(), self._control.address, every)
+            self._heartbeat = Heartbeat(
+                self._key(), self._control.address, every, self._server_key()
+            )
             self._heartbeat.start()
 
     async def poll(self) -> int | None:

@@ -7,6 +7,7 @@ import asyncio
 from ..backends.base import Backend
 from ..backends.jobchanges import JobChanges
 from ..config import PAIConfig
+from .portlinks import PortLinks
 
 
 class PAIContext:
@@ -17,6 +18,8 @@ class PAIContext:
         self._lock = asyncio.Lock()
         #: The one hub of job changes every open ``job-changes`` stream listens to.
         self.changes = JobChanges(self.backend)
+        #: Signs the links that open task ports in sandboxed tabs (a key per server run).
+        self.port_links = PortLinks()
 
     async def backend(self) -> Backend:
         if self._backend is None:

@@ -17,7 +17,7 @@ from .handlers.logs import JobLogsHandler
 from .handlers.nodes import NodesHandler
 from .handlers.notebook_jobs import NotebookJobsHandler
 from .handlers.storage import StorageHandler, StoragesHandler
-from .handlers.taskports import TaskPortHandler, TaskPortRedirectHandler
+from .handlers.taskports import TaskPortHandler, TaskPortLinkHandler, TaskPortRedirectHandler
 from .handlers.utilisation import JobUtilisationHandler
 from .handlers.virtual_clusters import VirtualClustersHandler
 
@@ -40,6 +40,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     # The proxy first: the bare port's pattern (trailing / optional) would take ``…/``.
     ("jobs/{job_id}/tasks/{task}/ports/{port}/{path}", TaskPortHandler),
     ("jobs/{job_id}/tasks/{task}/ports/{port}", TaskPortRedirectHandler),
+    ("task-ports/{link}/{path}", TaskPortLinkHandler),
     ("notebook-jobs", NotebookJobsHandler),
     ("storage", StoragesHandler),
     ("storage/{name}", StorageHandler),

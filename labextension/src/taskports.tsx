@@ -113,8 +113,11 @@ export function portWidgetId(p: ITaskPort): string {
 }
 
 /**
- * A tab showing a task's port. The frame is same-origin with JupyterLab (the
- * proxy is this server), so the login cookie authenticates its requests.
+ * A tab showing a task's port. The frame loads the port's proxy URL, which the
+ * server answers with a signed link to the port; the app's pages run there in
+ * an opaque origin (no `allow-same-origin`, here and in the server's CSP
+ * sandbox), so they can neither read JupyterLab's cookies nor call the Jupyter
+ * API as the user. No referrer: JupyterLab's URL may carry `?token=`.
  */
 export function createPortTab(
   p: ITaskPort,
@@ -123,11 +126,12 @@ export function createPortTab(
   const content = new IFrame({
     sandbox: [
       'allow-scripts',
-      'allow-same-origin',
       'allow-forms',
       'allow-popups',
-      'allow-downloads'
-    ]
+      'allow-downloads',
+      'allow-modals'
+    ],
+    referrerPolicy: 'no-referrer'
   });
   content.url = p.url;
   content.addClass('jp-PAI-port-frame');

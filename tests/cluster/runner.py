@@ -102,6 +102,9 @@ class PodRun:
     namespace: str
     name: str
     ip: str
+    # The pod's own loopback: what 127.0.0.1 is inside a real pod's network namespace
+    # (port-forwards connect there); other pods reach the pod at ``ip`` only.
+    loopback: str
     workdir: Path
     restart_policy: str
     grace: int
@@ -279,7 +282,7 @@ class Runner:
     # -- starting and stopping --------------------------------------------------------
 
     def _allocate_ip(self) -> str:
-        used = {run.ip for run in self.pods.values()}
+        used = {a for run in self.pods.values() for a in (run.ip, run.loopback)}
         while True:
             n, self.next_ip = self.next_ip, self.next_ip % 65000 + 1
             ip = f"{self.pod_net}.{n >> 8}.{n & 255}"
@@ -289,6 +292,7 @@ class Runner:
     def _start(self, pod: Obj) -> None:
         meta, spec = pod["metadata"], pod["spec"]
         ip = self._allocate_ip()
+        loopback = self._allocate_ip()
         pod.setdefault("status", {}).update(
             podIP=ip, podIPs=[{"ip": ip}], hostIP="127.0.0.1", hostIPs=[{"ip": "127.0.0.1"}]
         )
@@ -300,6 +304,7 @@ class Runner:
             namespace=meta["namespace"],
             name=meta["name"],
             ip=ip,
+            loopback=loopback,
             workdir=workdir,
             restart_policy=spec.get("restartPolicy", "Always"),
             grace=int(spec.get("terminationGracePeriodSeconds") or 30),
@@ -513,6 +518,8 @@ class Runner:
             "HOSTNAME": pod["spec"].get("hostname") or run.name,
             "KUBERNETES_SERVICE_HOST": "127.0.0.1",
             "KUBERNETES_SERVICE_PORT": self.apiserver_port,
+            # Pods here share the machine's network: what stands for the pod's 127.0.0.1.
+            "JUPYTER_PAI_POD_LOOPBACK": run.loopback,
         }
 
     def _spawn(self, run: PodRun, container: Container) -> None:
@@ -619,7 +626,8 @@ class Runner:
         forwards: list[Obj] = [
             {
                 "ports": [p["containerPort"]],
-                "target": {"address": run.ip, "port": p["containerPort"]},
+                # As kubelet's: to the pod's loopback, not to its pod-network address.
+                "target": {"address": run.loopback, "port": p["containerPort"]},
             }
             for item in pod["spec"]["containers"]
             for p in item.get("ports") or []

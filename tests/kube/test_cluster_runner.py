@@ -168,7 +168,13 @@ def test_non_zero_exit_fails_the_pod(core: Any) -> None:
 
 
 def test_a_listening_pod_is_reachable(kube_cluster: TestCluster, core: Any) -> None:
-    server = ["python", "-m", "http.server", "8000", "--bind", "$(POD_IP)"]
+    # Listening on every address of the pod: its pod-network IP and its own loopback.
+    server = [
+        "bash",
+        "-c",
+        'python -m http.server 8000 --bind "$POD_IP" & '
+        'exec python -m http.server 8000 --bind "$JUPYTER_PAI_POD_LOOPBACK"',
+    ]
     core.create_namespaced_pod(
         NS,
         runner_pod(
@@ -207,6 +213,33 @@ def test_a_listening_pod_is_reachable(kube_cluster: TestCluster, core: Any) -> N
     sock.sendall(b"GET / HTTP/1.0\r\nHost: web\r\n\r\n")
     reply = b""
     while b"\r\n\r\n" not in reply:  # the forwarded stream is not closed after the reply
+        reply += sock.recv(65536)
+    sock.close()
+    forward.close()
+    assert reply.startswith(b"HTTP/1.0 200")
+
+
+def test_a_pods_loopback_is_its_own_and_where_port_forward_connects(core: Any) -> None:
+    """Like a pod's network namespace: a server on the pod's loopback answers through the
+    API server's port-forward, and nothing on the pod network reaches it."""
+    server = ["bash", "-c", 'exec python -u -m http.server 8001 --bind "$JUPYTER_PAI_POD_LOOPBACK"']
+    core.create_namespaced_pod(
+        NS, runner_pod("private", server, container={"ports": [{"containerPort": 8001}]})
+    )
+    wait_for(lambda: _phase(core, "private") == "Running", 30, "server pod runs")
+    wait_for(
+        lambda: "Serving HTTP" in core.read_namespaced_pod_log("private", NS), 30, "it listens"
+    )
+    ip = core.read_namespaced_pod("private", NS).status.pod_ip
+    with pytest.raises(OSError):
+        socket.create_connection((ip, 8001), timeout=3).close()
+
+    forward = portforward(core.connect_get_namespaced_pod_portforward, "private", NS, ports="8001")
+    sock = forward.socket(8001)
+    sock.settimeout(10)
+    sock.sendall(b"GET / HTTP/1.0\r\nHost: private\r\n\r\n")
+    reply = b""
+    while b"\r\n\r\n" not in reply:
         reply += sock.recv(65536)
     sock.close()
     forward.close()

@@ -13,6 +13,7 @@ import os
 import queue
 import signal
 import sys
+import threading
 import time
 import unittest
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from typing import Any
 import jupyter_kernel_test
 import pytest
 import zmq
+import zmq.utils.monitor
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
@@ -33,7 +35,14 @@ from jupyter_pai.kernels.backends import backend_for, close_backends
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec import parse_job
 from tests.cluster.pytest_plugin import TestCluster, environment
-from tests.kernels import IDENTITY, eventually, run, write_kernelspec
+from tests.kernels import (
+    ENVIRONMENT,
+    IDENTITY,
+    eventually,
+    run,
+    secrets_in_environment,
+    write_kernelspec,
+)
 from tests.kube.test_backend_jobs import (
     GPU_POOL,
     NS,
@@ -312,8 +321,111 @@ async def test_at_the_pod_ip_the_channels_are_curve_encrypted(
 
         plain = {k: v for k, v in info.items() if not k.startswith("curve_")}
         assert await asyncio.to_thread(_answer_without_keys, plain) is None
+        # Every port, the launcher's control port included, is a CURVE server.
+        ports = job.tasks[0].ports["kernel"]
+        for port in ports:
+            assert not await asyncio.to_thread(_handshakes, f"tcp://{info['ip']}:{port}"), port
     finally:
         await km.shutdown_kernel()
+
+
+@pytest.mark.parametrize("flavor", ["volcano"])  # the pod's network, not the scheduler
+async def test_through_port_forward_the_kernel_is_not_on_the_pod_network(
+    kernels: KubernetesBackend, kube_cluster: TestCluster, flavor: str
+) -> None:
+    """Without CurveZMQ the kernel listens on the pod's own loopback only, where the
+    port-forward connects: another pod subscribing to its IOPub at the pod IP reads
+    nothing of what runs. On this machine the forward is a Unix socket in a folder only
+    this user may enter, not a loopback port any local user could connect to."""
+    km = kernel("pai-1", kube_cluster, flavor)
+    await km.start_kernel()
+    try:
+        info = km.get_connection_info()
+        job = await kernels.get_job(km.provisioner.job_id)  # type: ignore[union-attr]
+        pod_ip, ports = job.tasks[0].ip, job.tasks[0].ports["kernel"]
+        assert info["transport"] == "ipc"
+        iopub = Path(f"{info['ip']}-{info['iopub_port']}")
+        assert await asyncio.to_thread(iopub.is_socket)
+        assert (await asyncio.to_thread(iopub.parent.stat)).st_mode & 0o777 == 0o700
+
+        done = threading.Event()
+        listening = asyncio.ensure_future(
+            asyncio.to_thread(_subscribe, f"tcp://{pod_ip}:{ports[1]}", done)
+        )
+        await asyncio.sleep(1)  # a subscription needs a moment to reach a publisher
+        out, _ = await run(km, "print('a secret cell')")
+        assert out.strip() == "a secret cell"
+        done.set()
+        heard = await listening
+        assert heard == [], heard
+    finally:
+        await km.shutdown_kernel()
+
+
+def _subscribe(address: str, done: threading.Event) -> list[bytes]:
+    """What an IOPub subscriber at ``address`` receives until ``done`` (and 2 s more)."""
+    context = zmq.Context()
+    sub = context.socket(zmq.SUB)
+    sub.linger = 0
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(address)
+    heard: list[bytes] = []
+    try:
+        while not done.is_set() or sub.poll(2000):
+            if sub.poll(100):
+                heard.append(b"".join(sub.recv_multipart()))
+        return heard
+    finally:
+        sub.close()
+        context.term()
+
+
+@pytest.mark.parametrize("flavor", ["volcano"])  # the pod's environment, not the scheduler
+async def test_no_key_is_in_the_environment_of_a_pod_kernel(
+    kernels: KubernetesBackend, kube_cluster: TestCluster, flavor: str
+) -> None:
+    """The kernel's key and Curve key pair come from the job's Secret as variables of the
+    pod: neither ``os.environ`` nor the environment blocks of the kernel and its launcher
+    show any of them to code in the kernel."""
+    km = kernel("pai-pod-ip", kube_cluster, flavor)
+    await km.start_kernel()
+    try:
+        out, reply = await run(km, ENVIRONMENT)
+        assert reply["status"] == "ok", reply
+        info = km.get_connection_info()
+        key = info["key"].decode() if isinstance(info["key"], bytes) else str(info["key"])
+        values = [key, str(info["curve_publickey"]), str(info["curve_secretkey"])]
+        assert secrets_in_environment(out, values) == []
+        assert '"PAI_JOB_NAME"' in out
+    finally:
+        await km.shutdown_kernel()
+
+
+def _handshakes(address: str) -> bool:
+    """Whether a client without keys (ZeroMQ's NULL mechanism) completes a handshake with
+    the socket at ``address`` within 3 s: a CURVE server refuses it."""
+    context = zmq.Context()
+    client = context.socket(zmq.DEALER)
+    client.linger = 0
+    monitor = client.get_monitor_socket(
+        zmq.EVENT_HANDSHAKE_SUCCEEDED
+        | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+        | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+        | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    )
+    client.connect(address)
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            if monitor.poll(200):
+                event = zmq.utils.monitor.recv_monitor_message(monitor)
+                return bool(event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        return False
+    finally:
+        client.disable_monitor()
+        monitor.close(linger=0)
+        client.close(linger=0)
+        context.term()
 
 
 def _answer_without_keys(plain: dict[str, Any]) -> dict[str, Any] | None:

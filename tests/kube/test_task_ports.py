@@ -5,6 +5,7 @@ port-forward, one forward reused by later requests."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,9 @@ def _clean(kube_cluster: TestCluster) -> Any:
 
 
 async def test_a_pods_web_port_through_the_server(
-    jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, tmp_path: Path
+    jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, http_server_client: Any, tmp_path: Path
 ) -> None:
-    pai = PAIClient(jp_fetch, tmp_path, tmp_path)
+    pai = PAIClient(jp_fetch, tmp_path, tmp_path, http_server_client)
     spec = job_spec(
         "board", {"web": {"ports": {"tensorboard": 1}, "commands": [taskweb.command("python3")]}}
     )
@@ -41,15 +42,20 @@ async def test_a_pods_web_port_through_the_server(
     base = ("jobs", job["id"], "tasks", "web-0", "ports", str(port))
 
     for _ in range(3):  # later requests reuse the port-forward
-        page = await pai.request("GET", *base, "/")
+        page = await pai.port_request("GET", *base, "/")
         assert page.code == 200, page
         assert "Hello from task web-0" in page.text
     backend = jp_serverapp.web_app.settings["jupyter_pai"]._backend
-    assert backend.port_forwards.opened() == [(_pod(backend, job["id"]), port)]
+    pod = _pod(backend, job["id"])
+    assert backend.port_forwards.opened() == [(pod, port)]
+    # On this machine the forward is a Unix socket only this user may open, not a port.
+    forward = Path(await backend.port_forwards.local_socket(pod, port))
+    assert await asyncio.to_thread(forward.is_socket)
+    assert (await asyncio.to_thread(forward.parent.stat)).st_mode & 0o777 == 0o700
 
-    echoed = await pai.request("POST", *base, "echo", body=b"to the pod")
+    echoed = await pai.port_request("POST", *base, "echo", body=b"to the pod")
     assert (echoed.code, echoed.text) == (200, "echo: to the pod")
-    seen = (await pai.request("GET", *base, "whoami")).json()
+    seen = (await pai.port_request("GET", *base, "whoami")).json()
     assert not {n.lower() for n in seen["headers"]} & {"authorization", "cookie"}
 
     ws = await jp_ws_fetch("pai", "api", *base, "ws")
@@ -64,7 +70,7 @@ async def test_a_pods_web_port_through_the_server(
 
     await pai.stop(job["id"])
     await pai.wait_state(job["id"], "STOPPED", timeout=60)
-    ended = await pai.request("GET", *base, "/")
+    ended = await pai.port_request("GET", *base, "/")
     assert ended.code == 409, ended
 
 

@@ -44,10 +44,11 @@ class Response:
 
 
 class PAIClient:
-    def __init__(self, fetch: Any, root_dir: Path, state_dir: Path) -> None:
+    def __init__(self, fetch: Any, root_dir: Path, state_dir: Path, http: Any = None) -> None:
         self.fetch = fetch
         self.root_dir = root_dir  # the server's root: tasks run here
         self.state_dir = state_dir
+        self.http = http  # the server's own HTTP client: requests without credentials
 
     # -- raw requests --------------------------------------------------------------------
 
@@ -74,6 +75,45 @@ class PAIClient:
             raise_error=False,
             request_timeout=request_timeout,
             **kwargs,
+        )
+        return Response(r.code, r.headers, r.body or b"")
+
+    async def port_request(
+        self,
+        method: str,
+        *path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Response:
+        """A request to a task's port as a browser tab makes it: to the port's proxy path
+        with the user's credentials, which answers with the port's signed link (a 307),
+        then to that link with none (the credential is the link)."""
+        if body is None and method in ("POST", "PUT", "PATCH"):
+            body = b""
+        first = await self.fetch(
+            *API,
+            *path,
+            method=method,
+            headers=dict(headers or {}),
+            params={k: str(v) for k, v in (params or {}).items()},
+            body=body,
+            raise_error=False,
+            follow_redirects=False,
+        )
+        if first.code != 307:
+            return Response(first.code, first.headers, first.body or b"")
+        location = first.headers["Location"]
+        assert "/pai/api/task-ports/" in location and "token=" not in location, location
+        assert self.http is not None, "PAIClient(http=http_server_client) for port requests"
+        r = await self.http.fetch(
+            location,
+            method=method,
+            headers=dict(headers or {}),
+            body=body,
+            raise_error=False,
+            follow_redirects=False,
+            allow_nonstandard_methods=True,
         )
         return Response(r.code, r.headers, r.body or b"")
 

@@ -21,7 +21,15 @@ from jupyter_pai.errors import Conflict, NotFound
 from jupyter_pai.kernels.backends import backend_for
 from jupyter_pai.kernels.provisioner import KernelStartError
 from jupyter_pai.spec.parse import parse_job
-from tests.kernels import IDENTITY, eventually, kernel_environment, run, write_kernelspec
+from tests.kernels import (
+    ENVIRONMENT,
+    IDENTITY,
+    eventually,
+    kernel_environment,
+    run,
+    secrets_in_environment,
+    write_kernelspec,
+)
 
 GPU_SLOTS = 2
 
@@ -75,6 +83,23 @@ async def test_restart_keeps_the_job_and_its_gpus(backend: LocalBackend) -> None
         (same,) = await kernel_jobs(backend)
         assert same.id == job.id and same.state == JobState.RUNNING
         assert same.launched_time == job.launched_time, "no new trip through the queue"
+    finally:
+        await km.shutdown_kernel()
+
+
+async def test_no_process_of_the_kernel_shows_its_key_in_its_environment(
+    backend: LocalBackend,
+) -> None:
+    """``%env`` or ``os.environ`` printed into a saved notebook holds no key; nor does the
+    environment block of the kernel or of its launcher, as ``/proc`` shows them."""
+    km = await start("pai-1")
+    try:
+        out, reply = await run(km, ENVIRONMENT)
+        assert reply["status"] == "ok", reply
+        key = km.get_connection_info()["key"]
+        assert secrets_in_environment(out, [key.decode() if isinstance(key, bytes) else key]) == []
+        # Still the kernel it was: its job and GPUs in its environment.
+        assert '"PAI_JOB_NAME"' in out and '"CUDA_VISIBLE_DEVICES"' in out
     finally:
         await km.shutdown_kernel()
 

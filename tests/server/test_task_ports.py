@@ -5,13 +5,19 @@ tasks are 4xx naming what is wrong."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jupyter_server.utils import url_path_join
 
 from jupyter_pai.backends.local.backend import LocalBackend
+from jupyter_pai.server.portlinks import PortLinks
 from jupyter_pai.server.routes import PREFIX
 from jupyter_pai.spec import parse_job
 from tests import taskweb
@@ -45,7 +51,7 @@ async def test_http_and_websocket_reach_the_tasks_port(
 ) -> None:
     job_id, port = await running_web_task(pai, "board")
 
-    page = await pai.request("GET", *port_path(job_id, port, "/"))
+    page = await pai.port_request("GET", *port_path(job_id, port, "/"))
     assert page.code == 200, page
     assert "Hello from task web-0" in page.text
     assert page.headers["Content-Type"].startswith("text/html")
@@ -53,7 +59,7 @@ async def test_http_and_websocket_reach_the_tasks_port(
     assert "default-src 'none'" not in page.headers.get("Content-Security-Policy", "")
 
     # The task sees neither the token (header or argument) nor cookies; its own arguments pass.
-    seen = await pai.request(
+    seen = await pai.port_request(
         "GET",
         *port_path(job_id, port, "whoami"),
         params={"x": "1", "token": jp_serverapp.identity_provider.token},
@@ -66,15 +72,15 @@ async def test_http_and_websocket_reach_the_tasks_port(
     assert not names & {"authorization", "cookie"}, received["headers"]
     assert jp_serverapp.identity_provider.token not in seen.text
 
-    echoed = await pai.request("POST", *port_path(job_id, port, "echo"), body=b"hello task")
+    echoed = await pai.port_request("POST", *port_path(job_id, port, "echo"), body=b"hello task")
     assert (echoed.code, echoed.text) == (200, "echo: hello task")
 
-    # A redirect inside the app stays inside the proxy.
-    moved = await unfollowed(pai, port_path(job_id, port, "go"))
+    # A redirect inside the app stays inside the proxy (under the port's link).
+    moved = await pai.port_request("GET", *port_path(job_id, port, "go"))
     assert moved.code == 302, moved
-    assert moved.headers["Location"].endswith(
-        f"/pai/api/jobs/{job_id}/tasks/web-0/ports/{port}/whoami?from=go"
-    ), moved.headers["Location"]
+    assert re.search(r"/pai/api/task-ports/[^/]+/whoami\?from=go$", moved.headers["Location"]), (
+        moved.headers["Location"]
+    )
     # The bare port URL goes on to its folder, where relative links resolve.
     bare = await unfollowed(pai, port_path(job_id, port))
     assert bare.code == 302 and bare.headers["Location"].endswith(f"/ports/{port}/"), bare
@@ -86,11 +92,13 @@ async def test_http_and_websocket_reach_the_tasks_port(
     ws.close()
 
 
-async def test_cookie_sessions_post_only_from_this_origin(
+async def test_the_login_cookie_opens_no_port_from_another_site_and_pages_post_by_their_link(
     pai: PAIClient, http_server_client: Any, jp_base_url: str, jp_serverapp: Any
 ) -> None:
     """A browser tab holds the login cookie, not the token: a page of another site could
-    post with it, so a post needs the XSRF token or this server's own origin."""
+    post with it, so the port's proxy path wants the XSRF token and this server's origin.
+    The app's own pages post to themselves through their link (sandboxed, they have no
+    cookie): that needs neither."""
     job_id, port = await running_web_task(pai, "session")
     url = url_path_join(jp_base_url, PREFIX, *port_path(job_id, port, "echo"))
     token = jp_serverapp.identity_provider.token
@@ -105,13 +113,31 @@ async def test_cookie_sessions_post_only_from_this_origin(
     async def post(origin: str) -> Any:
         headers = {"Cookie": "; ".join(session), "Origin": origin}
         return await http_server_client.fetch(
-            url, method="POST", body=b"from a page", headers=headers, raise_error=False
+            url,
+            method="POST",
+            body=b"from a page",
+            headers=headers,
+            raise_error=False,
+            follow_redirects=False,
         )
 
     forged = await post("http://evil.example")
     assert forged.code in (403, 404) and b"from a page" not in forged.body, forged
-    same = await post(f"http://{host}")
-    assert (same.code, same.body) == (200, b"echo: from a page")
+    without_xsrf = await post(f"http://{host}")
+    assert without_xsrf.code == 403 and b"from a page" not in without_xsrf.body, without_xsrf
+
+    assert login.code == 307, login
+    link_echo = login.headers["Location"].split("?")[0]
+    own = await http_server_client.fetch(
+        link_echo,
+        method="POST",
+        body=b"from the app's page",
+        headers={"Origin": "null"},
+        raise_error=False,
+        follow_redirects=False,
+    )
+    assert (own.code, own.body) == (200, b"echo: from the app's page"), own
+    assert own.headers["Access-Control-Allow-Origin"] == "null"
 
 
 async def test_bad_tasks_ports_and_other_users_jobs_are_refused(
@@ -163,6 +189,133 @@ async def test_a_task_not_listening_yet_is_a_502_naming_it(pai: PAIClient) -> No
 
     task = await pai.wait_for(started, "the task to run")
     port = task["ports"]["tensorboard"][0]
-    r = await pai.request("GET", *port_path(job["id"], port, "/"))
+    r = await pai.port_request("GET", *port_path(job["id"], port, "/"))
     assert r.code == 502, r
     assert f"does not answer on port {port}" in json.loads(r.body)["message"]
+
+
+async def test_the_apps_answers_are_sandboxed_and_its_link_is_its_only_credential(
+    pai: PAIClient,
+    http_server_client: Any,
+    jp_serverapp: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every answer of the app runs sandboxed in an opaque origin (its scripts cannot act
+    as the user); the link names one port of one job, cannot be altered, ends with the
+    server's run, and is never written to the server's log; a referrer from outside the
+    app (JupyterLab's URL, with its ``?token=``) does not reach the task."""
+    caplog.set_level(logging.DEBUG)
+    job_id, port = await running_web_task(pai, "sandboxed")
+    token = jp_serverapp.identity_provider.token
+    first = await unfollowed(pai, port_path(job_id, port, "whoami"))
+    assert first.code == 307, first
+    assert first.headers["Cache-Control"] == "no-store"
+    assert first.headers["Referrer-Policy"] == "no-referrer"
+    link_base = first.headers["Location"].rsplit("/", 1)[0] + "/"
+    link = link_base.rstrip("/").rsplit("/", 1)[1]
+
+    async def via_link(path: str, **kwargs: Any) -> Any:
+        kwargs.setdefault("raise_error", False)
+        kwargs.setdefault("follow_redirects", False)
+        return await http_server_client.fetch(link_base + path, **kwargs)
+
+    # Every page loads the proxy's stand-ins for what an opaque origin lacks, first.
+    page = await via_link("", headers={"Accept": "text/html,*/*"})
+    script = f'<script src="{link_base}__jupyter_pai__/sandbox.js"></script>'
+    assert f"<head>{script}<title>" in page.body.decode(), page.body[:300]
+    stand_ins = await via_link("__jupyter_pai__/sandbox.js")
+    assert stand_ins.headers["Content-Type"].startswith("text/javascript"), stand_ins.body
+    assert b"localStorage" in stand_ins.body
+
+    answers = [await via_link(p) for p in ("", "whoami", "go", "no-such-page")]
+    assert [a.code for a in answers] == [200, 200, 302, 404], answers
+    for answer in answers:
+        policy = answer.headers.get_list("Content-Security-Policy")
+        assert any(p.startswith("sandbox ") for p in policy), policy
+        assert "allow-same-origin" not in " ".join(policy), policy
+        assert "allow-top-navigation" not in " ".join(policy), policy
+        assert "Set-Cookie" not in answer.headers
+
+    outside = f"http://{first.effective_url.split('/')[2]}/lab?token={token}"
+    seen = (await via_link("whoami", headers={"Referer": outside})).body.decode()
+    assert token not in seen
+    assert "referer" not in {n.lower() for n in json.loads(seen)["headers"]}, seen
+    inside = await via_link("whoami", headers={"Referer": link_base + "page?a=1"})
+    assert json.loads(inside.body)["headers"]["Referer"] == f"http://127.0.0.1:{port}/page?a=1"
+
+    preflight = await via_link(
+        "echo",
+        method="OPTIONS",
+        headers={
+            "Origin": "null",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
+    assert preflight.code == 204, preflight
+    assert preflight.headers["Access-Control-Allow-Origin"] == "null"
+    assert preflight.headers["Access-Control-Allow-Headers"] == "content-type"
+
+    tampered = await http_server_client.fetch(
+        link_base.replace(link, link[:-2] + ("AA" if link[-2:] != "AA" else "BB")),
+        raise_error=False,
+    )
+    assert tampered.code == 403 and "not valid" in json.loads(tampered.body)["message"]
+    # A link opens its own port only: the task's other ports need their own.
+    pai_context = jp_serverapp.web_app.settings["jupyter_pai"]
+    pai_context.port_links = PortLinks()  # as after a restart of the server
+    restarted = await via_link("whoami")
+    assert restarted.code == 403 and "restarted" in json.loads(restarted.body)["message"]
+
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "task-ports/" in logged  # the requests were logged ...
+    assert link not in logged  # ... without their link
+
+
+STRANGER = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        print("asked", self.path, flush=True)
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"a stranger's page")
+
+server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+print("listening", flush=True)
+server.serve_forever()
+"""
+
+
+async def test_a_port_another_program_took_is_never_proxied_to(pai: PAIClient) -> None:
+    """The task's port is free until its app listens; another program of this machine
+    (another user's, say) may take it first. The proxy then says so and sends nothing
+    there, rather than hand the user's request to a stranger."""
+    quiet = job_spec("taken", {"web": {"ports": {"tensorboard": 1}, "commands": ["sleep 60"]}})
+    job = await pai.submit(quiet)
+    await pai.wait_state(job["id"], "RUNNING")
+    task = (await pai.job(job["id"]))["tasks"][0]
+    port = task["ports"]["tensorboard"][0]
+    stranger = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        STRANGER,
+        str(port),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        assert stranger.stdout is not None
+        assert (await asyncio.wait_for(stranger.stdout.readline(), 10)).strip() == b"listening"
+        r = await pai.port_request("GET", *port_path(job["id"], port, "/"))
+        assert r.code == 502, r
+        message = r.json()["message"]
+        assert f"port {port}" in message and "not task web-0" in message, message
+        assert "stranger" not in r.text
+    finally:
+        stranger.terminate()
+        out, _ = await stranger.communicate()
+    assert b"asked" not in out, out
+    await pai.stop(job["id"])

@@ -377,7 +377,10 @@ class KubernetesBackend(Backend):
         if pod is None:
             raise Unavailable(f"task {task.role}-{task.index} of job {job.id} has no pod yet")
         self._rest()
-        return PortAddress("127.0.0.1", await self.port_forwards.local_port(pod, port))
+        # As the app names itself in its pod; reached through a port-forward's socket.
+        return PortAddress(
+            "127.0.0.1", port, socket=await self.port_forwards.local_socket(pod, port)
+        )
 
     async def utilisation(self, job_id: str) -> JobUtilisation:
         job = self.views.detail(job_id)

@@ -1,7 +1,11 @@
-"""A pod's ports on this machine, through the API server's port-forward: one loopback
-listener per port; each connection becomes a port-forward stream to the pod. The traffic
-crosses the network inside the API server's TLS. Remote kernels (ZeroMQ, one connection
-per channel) and the task-port proxy (HTTP and WebSocket into JupyterLab) use it.
+"""A pod's ports on this machine, through the API server's port-forward: one listener
+per port; each connection becomes a port-forward stream to the pod. The traffic crosses
+the network inside the API server's TLS. Remote kernels (ZeroMQ, one connection per
+channel) and the task-port proxy (HTTP and WebSocket into JupyterLab) use it.
+
+The listeners are Unix sockets in a folder of their own that only this user may enter
+(0700), not loopback ports: another user of this machine cannot connect to a pod with
+this user's credentials behind the connection.
 
 The streams run on an event loop of their own in a daemon thread: they keep flowing
 whatever the caller's loop does (a blocking KernelManager runs its loop only during calls,
@@ -13,6 +17,9 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,7 +55,8 @@ async def _there(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class PortForward:
-    """Listeners on 127.0.0.1 for ``ports`` of pod ``pod``; :attr:`local` in the same order."""
+    """Listeners for ``ports`` of pod ``pod``: the Unix socket ``{prefix}-{port}`` for each
+    (the way jupyter_client names ``ipc`` channels)."""
 
     def __init__(self, backend: KubernetesBackend, pod: str, ports: list[int]) -> None:
         assert backend.rest is not None
@@ -56,18 +64,24 @@ class PortForward:
         self.namespace = backend.namespace
         self.pod = pod
         self.ports = ports
-        self.local: list[int] = []
-        self._servers: list[asyncio.Server] = []
+        self.folder = tempfile.mkdtemp(prefix="pai-forward-")  # 0700
+        self.prefix = os.path.join(self.folder, "port")
+        self._servers: dict[int, asyncio.Server] = {}
         self._pipes: set[asyncio.Task[None]] = set()
         self._ws: WsApiClient | None = None
+
+    def socket(self, port: int) -> str:
+        """The Unix socket that reaches ``port`` of the pod."""
+        return f"{self.prefix}-{port}"
 
     async def start(self) -> None:
         await _there(self._start())
 
     async def reset(self) -> None:
         """Drop every open stream (the kernel behind them was restarted): ZeroMQ then
-        reconnects each channel through a fresh port-forward, to the new kernel."""
-        await _there(self._cancel_pipes())
+        reconnects each channel through a fresh port-forward, to the new kernel. Each socket
+        is made anew: jupyter_client removes ``ipc`` files on a restart."""
+        await _there(self._reset())
 
     async def close(self) -> None:
         await _there(self._close())
@@ -75,11 +89,18 @@ class PortForward:
     async def _start(self) -> None:
         self._ws = WsApiClient(configuration=self.configuration)
         for remote in self.ports:
-            server = await asyncio.start_server(
-                functools.partial(self._accept, port=remote), "127.0.0.1", 0
-            )
-            self._servers.append(server)
-            self.local.append(server.sockets[0].getsockname()[1])
+            await self._listen(remote)
+
+    async def _listen(self, remote: int) -> None:
+        self._servers[remote] = await asyncio.start_unix_server(
+            functools.partial(self._accept, port=remote), self.socket(remote)
+        )
+
+    async def _reset(self) -> None:
+        await self._cancel_pipes()
+        for remote, server in list(self._servers.items()):
+            server.close()
+            await self._listen(remote)  # replaces a socket file left, makes a removed one
 
     def _accept(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int
@@ -148,8 +169,10 @@ class PortForward:
                 await task
 
     async def _close(self) -> None:
-        for server in self._servers:
+        for server in self._servers.values():
             server.close()
+        self._servers.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
         await self._cancel_pipes()
         if self._ws is not None:
             await self._ws.close()
@@ -166,7 +189,8 @@ class TaskPortForwards:
         self._forwards: dict[tuple[str, int], PortForward] = {}
         self._lock = asyncio.Lock()
 
-    async def local_port(self, pod: str, port: int) -> int:
+    async def local_socket(self, pod: str, port: int) -> str:
+        """The Unix socket that reaches ``port`` of ``pod``."""
         async with self._lock:
             await self._drop_gone()
             forward = self._forwards.get((pod, port))
@@ -174,7 +198,7 @@ class TaskPortForwards:
                 forward = PortForward(self.backend, pod, [port])
                 await forward.start()
                 self._forwards[(pod, port)] = forward
-            return forward.local[0]
+            return forward.socket(port)
 
     def opened(self) -> list[tuple[str, int]]:
         """(pod, port) of each forward open now."""

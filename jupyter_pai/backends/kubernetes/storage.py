@@ -101,13 +101,7 @@ class HelperPods:
                     "image": self.image,
                     "command": ["python3", "-c", SERVER.replace("$", "$$")],
                     "args": [MOUNT, str(PORT), str(MAX_FILE), f"{self.exit_after:g}"],
-                    "env": [
-                        {"name": "PAI_HELPER_TOKEN", "value": token},
-                        {
-                            "name": "POD_IP",
-                            "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
-                        },
-                    ],
+                    "env": [{"name": "PAI_HELPER_TOKEN", "value": token}],
                     "ports": [{"containerPort": PORT, "name": "browse"}],
                     "volumeMounts": [{"name": "storage", "mountPath": MOUNT, "readOnly": True}],
                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},

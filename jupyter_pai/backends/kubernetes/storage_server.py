@@ -3,10 +3,10 @@ claim, over HTTP, to requests carrying the pod's token. Shipped as source in the
 command, so it imports only the standard library (any image with python3 runs it).
 
 argv: root, port, largest file, seconds without a request after which it exits; env:
-PAI_HELPER_TOKEN, POD_IP. It listens on loopback (port-forward connects there inside the
-pod's network namespace); where the pod IP is itself a loopback address there is no such
-namespace (the test cluster's pod runner), so it listens on the pod IP instead, never on
-a shared 127.0.0.1. The owner deletes an idle pod itself; exiting when nobody asks for
+PAI_HELPER_TOKEN. It listens on the pod's own loopback (port-forward connects there inside
+the pod's network namespace): 127.0.0.1, or where the pod has no namespace of its own (the
+test cluster's pod runner) the address ``JUPYTER_PAI_POD_LOOPBACK`` gives it, never a
+shared 127.0.0.1. The owner deletes an idle pod itself; exiting when nobody asks for
 longer covers an owner that was killed and never comes back (the pod ends and frees its
 resources; the user's next backend start deletes it)."""
 
@@ -65,7 +65,6 @@ def main() -> None:
     root = os.path.realpath(sys.argv[1])
     port, limit, idle_exit = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     token = os.environ["PAI_HELPER_TOKEN"]
-    pod_ip = os.environ.get("POD_IP", "")
     last_request = [time.monotonic()]
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -88,7 +87,7 @@ def main() -> None:
         def log_message(self, *args: Any) -> None:
             pass
 
-    host = pod_ip if pod_ip.startswith("127.") else "127.0.0.1"
+    host = os.environ.get("JUPYTER_PAI_POD_LOOPBACK") or "127.0.0.1"
     server = http.server.ThreadingHTTPServer((host, port), Handler)
 
     def exit_when_idle() -> None:

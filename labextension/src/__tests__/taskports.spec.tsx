@@ -1,5 +1,6 @@
 import type { TaskStatus } from '../models';
 import {
+  createPortTab,
   openablePorts,
   portCaption,
   portWidgetId,
@@ -82,5 +83,18 @@ describe("a task's ports", () => {
     const [a, b] = openablePorts('alice~j.1', task(PORTS), url);
     expect(portWidgetId(a)).toMatch(/^[a-zA-Z0-9_-]+$/);
     expect(portWidgetId(a)).not.toBe(portWidgetId(b));
+  });
+
+  it("open in a sandboxed frame that is never JupyterLab's origin", () => {
+    const [port] = openablePorts('alice~j', task(PORTS), url);
+    const tab = createPortTab(port, 'j');
+    const frame = tab.content.node.querySelector('iframe')!;
+    const allowed = (frame.getAttribute('sandbox') ?? '').split(/\s+/);
+    expect(allowed).toContain('allow-scripts');
+    expect(allowed).not.toContain('allow-same-origin');
+    expect(allowed).not.toContain('allow-top-navigation');
+    expect(frame.getAttribute('referrerpolicy')).toBe('no-referrer');
+    expect(tab.content.url).toBe(port.url);
+    tab.dispose();
   });
 });
