@@ -248,8 +248,6 @@ def main(argv: list[str] | None = None) -> int:
         curve = (public, secret) if public and secret else None
         if environ_block_holds_secrets():
             restart_without_secrets(key, curve)
-    for name in [n for n in os.environ if is_secret(n)]:
-        del os.environ[name]
     launcher = Launcher(key, bind_address(curve is not None), job_ports(), args.idle_seconds, curve)
 
     def on_term(signum: int, frame: object) -> None:

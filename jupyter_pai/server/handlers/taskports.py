@@ -83,27 +83,23 @@ class TaskPortRedirectHandler(PAIHandler):
 
 
 class _ForwardResolver(netutil.Resolver):
-    """Names a port-forward's Unix socket as a host, for tornado's HTTP and WebSocket
-    clients; other hosts resolve as usual."""
+    """Names a port-forward's Unix socket as a host (``<path in hex>.forward.invalid``),
+    for tornado's HTTP and WebSocket clients; other hosts resolve as usual."""
+
+    SUFFIX = ".forward.invalid"
 
     def initialize(self) -> None:
         self._default = netutil.DefaultLoopResolver()
-        self._paths: dict[str, str] = {}
 
-    def host_for(self, path: str) -> str:
-        for host, known in self._paths.items():
-            if known == path:
-                return host
-        host = f"forward-{len(self._paths)}.invalid"
-        self._paths[host] = path
-        return host
+    @classmethod
+    def host_for(cls, path: str) -> str:
+        return path.encode().hex() + cls.SUFFIX
 
     async def resolve(
         self, host: str, port: int, family: socket.AddressFamily = socket.AF_UNSPEC
     ) -> list[tuple[int, Any]]:
-        path = self._paths.get(host)
-        if path is not None:
-            return [(socket.AF_UNIX, path)]
+        if host.endswith(self.SUFFIX):
+            return [(socket.AF_UNIX, bytes.fromhex(host[: -len(self.SUFFIX)]).decode())]
         found: list[tuple[int, Any]] = await self._default.resolve(host, port, family)
         return found
 
