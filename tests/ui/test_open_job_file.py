@@ -26,9 +26,16 @@ def show_file(page, name: str):
     """Reload so the file browser lists a file written meanwhile; return its item."""
     page.reload()
     page.wait_for_selector("#jp-main-dock-panel", state="attached")
-    if not page.locator("#filebrowser").is_visible():
-        page.click('.jp-SideBar [data-id="filebrowser"]')
     item = page.locator(".jp-DirListing-item", has_text=name)
+    # The restored layout may show another side panel a moment after the page loads.
+    for _ in range(3):
+        if not page.locator("#filebrowser").is_visible():
+            page.click('.jp-SideBar [data-id="filebrowser"]')
+        try:
+            expect(item).to_be_visible()
+            return item
+        except AssertionError:
+            continue
     expect(item).to_be_visible()
     return item
 
