@@ -68,13 +68,19 @@ def revealed(data: bytes) -> list[bytes]:
     return SECRET_CHARACTER.findall(data.replace(HIDDEN, b""))
 
 
-def tail_start(raw: bytes, lines: int) -> int:
-    """Where the last ``lines`` lines of ``raw`` start (a final newline ends the last line)."""
-    if lines <= 0:
-        return len(raw)
-    at = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
-    for _ in range(lines):
-        at = raw.rfind(b"\n", 0, at)
-        if at == -1:
-            return 0
-    return at + 1
+#: (log, N, its last N lines): where a tail starts, read from a file or from bytes alike.
+TAILS = [
+    (b"", 3, b""),
+    (b"a\nb\nc\n", 1, b"c\n"),
+    (b"a\nb\nc\n", 2, b"b\nc\n"),
+    (b"a\nb\nc\n", 3, b"a\nb\nc\n"),
+    (b"a\nb\nc\n", 10, b"a\nb\nc\n"),
+    (b"a\nb\nc", 1, b"c"),  # no final newline: the last line is still a line
+    (b"a\nb\nc", 2, b"b\nc"),
+    (b"only", 1, b"only"),
+    (b"\n", 1, b"\n"),
+    (b"\n\n\n", 2, b"\n\n"),
+    (b"a\n\nb\n", 2, b"\nb\n"),
+    (b"a\nb\n", 0, b""),
+    (b"a\nb\n", -1, b""),
+]

@@ -15,6 +15,7 @@ import yaml
 
 from jupyter_pai.backends.base import LogQuery
 from jupyter_pai.backends.kubernetes import KubernetesBackend
+from jupyter_pai.backends.logredaction import tail_start
 from jupyter_pai.backends.models import JobState, TaskState
 from jupyter_pai.spec import parse_job
 from tests import secretlogs
@@ -91,7 +92,7 @@ async def test_no_read_of_a_task_log_shows_any_part_of_a_secret(
 
     check("follow", (await asyncio.wait_for(follower, 30))[1], 0)
     for n, tail_follower in tail_followers.items():
-        start_n = secretlogs.tail_start(before, n)
+        start_n = tail_start(before, n)
         check(f"follow tail={n}", (await asyncio.wait_for(tail_follower, 30))[1], start_n)
     check("whole", (await _read(backend, job.id))[1], 0)
 
@@ -102,7 +103,7 @@ async def test_no_read_of_a_task_log_shows_any_part_of_a_secret(
         await asyncio.sleep(0.2)
     hits = backend.ended_logs.hits
     for n in range(raw.count(b"\n") + 3):
-        start_n = secretlogs.tail_start(raw, n)
+        start_n = tail_start(raw, n)
         for _ in range(2):
             check(f"tail={n}", (await _read(backend, job.id, tail=n))[1], start_n)
     assert backend.ended_logs.hits > hits

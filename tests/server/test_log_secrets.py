@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from jupyter_pai.backends.logredaction import tail_start
 from tests import secretlogs
 
 from .pai import PAIClient, job_spec, wait_for_file
@@ -78,12 +79,12 @@ async def test_no_read_of_a_task_log_shows_any_part_of_a_secret(pai: PAIClient) 
 
     check("follow", await asyncio.wait_for(follower, 30), 0)
     for n, tail_follower in tail_followers.items():
-        start = secretlogs.tail_start(before, n)
+        start = tail_start(before, n)
         check(f"follow tail={n}", await asyncio.wait_for(tail_follower, 30), start)
     check("whole", (await pai.log_response(job_id, "worker", 0)).body, 0)
     for n in range(raw.count(b"\n") + 3):
         got = (await pai.log_response(job_id, "worker", 0, tail=n)).body
-        check(f"tail={n}", got, secretlogs.tail_start(raw, n))
+        check(f"tail={n}", got, tail_start(raw, n))
     for offset in range(size + 1):
         for limit in (1, 2, 3):
             r = await pai.log_response(job_id, "worker", 0, offset=offset, limit=limit)

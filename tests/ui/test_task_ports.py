@@ -49,6 +49,16 @@ def submit_one_task(
     return job
 
 
+def open_port_tab(page: Any, name: str, label: str = "tensorboard") -> Any:
+    """Open task trainer-0's ``label`` port of job ``name`` from the panel; its frame."""
+    open_panel(page, "jobs")
+    job_row(page, name).locator(".jp-PAI-job-name").click()
+    page.locator(
+        f".jp-PAI-detail-panel tr[data-task='trainer-0'] button[data-label='{label}']"
+    ).click()
+    return page.frame_locator(".jp-PAI-port-tab:visible iframe")
+
+
 def test_open_tensorboard_and_a_labelled_port_in_tabs(page: Any, jobs: Lab) -> None:
     name = f"ui-ports-{int(time.time())}"
     # The same app on both ports: TensorBoard's stand-in and a labelled web UI.
@@ -117,12 +127,7 @@ def test_a_proxied_page_cannot_act_as_the_jupyter_user(page: Any, jobs: Lab) -> 
     port = jobs.json(f"jobs/{job['id']}")["tasks"][0]["ports"]["tensorboard"][0]
     terminals_before = _terminals(jobs)
 
-    open_panel(page, "jobs")
-    job_row(page, name).locator(".jp-PAI-job-name").click()
-    page.locator(
-        ".jp-PAI-detail-panel tr[data-task='trainer-0'] button.jp-PAI-port-open[data-label='tensorboard']"
-    ).click()
-    frame = page.frame_locator(".jp-PAI-port-tab:visible iframe")
+    frame = open_port_tab(page, name)
     expect(frame.locator("h1")).to_have_text("Hello from task trainer-0", timeout=20_000)
     # The hostile page, as a link inside the app would open it.
     frame.locator("body").evaluate("() => { location.href = 'attack'; }")
@@ -170,12 +175,7 @@ def test_real_tensorboard_runs_sandboxed_through_the_proxy(
         assert time.monotonic() < deadline, "TensorBoard never listened"
         time.sleep(0.5)
 
-    open_panel(page, "jobs")
-    job_row(page, name).locator(".jp-PAI-job-name").click()
-    page.locator(
-        ".jp-PAI-detail-panel tr[data-task='trainer-0'] button[data-label='tensorboard']"
-    ).click()
-    frame = page.frame_locator(".jp-PAI-port-tab:visible iframe")
+    frame = open_port_tab(page, name)
     expect(frame.locator("body")).to_contain_text("No dashboards are active", timeout=30_000)
     expect(frame.locator("body")).to_contain_text(str(logdir))
     shot(page, "task-ports-4-real-tensorboard")

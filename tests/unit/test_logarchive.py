@@ -29,9 +29,9 @@ from jupyter_pai.backends.kubernetes.naming import (
     LABEL_ROLE,
     make_names,
 )
-from jupyter_pai.backends.logredaction import LogSecrets
+from jupyter_pai.backends.logredaction import LogSecrets, tail_start
 from jupyter_pai.spec import parse_job
-from tests.secretlogs import revealed, shown, tail_start
+from tests.secretlogs import revealed, shown
 
 JOB = parse_job(
     """

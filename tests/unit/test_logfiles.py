@@ -11,6 +11,7 @@ import pytest
 from jupyter_pai.backends import logfiles
 from jupyter_pai.backends.logfiles import stream_file, tail_offset
 from jupyter_pai.backends.logredaction import LogSecrets
+from tests.secretlogs import TAILS
 
 SECRET = "s3cr3t-value"
 
@@ -66,24 +67,7 @@ class Follower:
 # -- tail_offset -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("data", "lines", "expected"),
-    [
-        (b"", 3, b""),
-        (b"a\nb\nc\n", 1, b"c\n"),
-        (b"a\nb\nc\n", 2, b"b\nc\n"),
-        (b"a\nb\nc\n", 3, b"a\nb\nc\n"),
-        (b"a\nb\nc\n", 10, b"a\nb\nc\n"),
-        (b"a\nb\nc", 1, b"c"),  # no final newline: the last line is still a line
-        (b"a\nb\nc", 2, b"b\nc"),
-        (b"only", 1, b"only"),
-        (b"\n", 1, b"\n"),
-        (b"\n\n\n", 2, b"\n\n"),
-        (b"a\n\nb\n", 2, b"\nb\n"),
-        (b"a\nb\n", 0, b""),
-        (b"a\nb\n", -1, b""),
-    ],
-)
+@pytest.mark.parametrize(("data", "lines", "expected"), TAILS)
 def test_tail_offset(tmp_path: Path, data: bytes, lines: int, expected: bytes) -> None:
     assert tail(write(tmp_path, data), lines) == expected
 

@@ -15,7 +15,7 @@ from jupyter_pai.backends.logredaction import (
     redact_tail,
     tail_start,
 )
-from tests.secretlogs import shown
+from tests.secretlogs import TAILS, shown
 
 TOKEN = "QX7ZK9"
 KEY = "BEGIN\nK1A2\nK3B4\nEND"
@@ -143,18 +143,7 @@ def test_no_secrets_is_a_no_op() -> None:
     assert redact_tail(data, 1, None, none) == data
 
 
-@pytest.mark.parametrize(
-    ("data", "lines", "expected"),
-    [
-        (b"", 3, b""),
-        (b"a\nb\nc\n", 1, b"c\n"),
-        (b"a\nb\nc\n", 2, b"b\nc\n"),
-        (b"a\nb\nc\n", 10, b"a\nb\nc\n"),
-        (b"a\nb\nc", 1, b"c"),
-        (b"\n\n\n", 2, b"\n\n"),
-        (b"a\nb\n", 0, b""),
-    ],
-)
+@pytest.mark.parametrize(("data", "lines", "expected"), TAILS)
 def test_tail_start(data: bytes, lines: int, expected: bytes) -> None:
     assert data[tail_start(data, lines) :] == expected
 
