@@ -296,7 +296,13 @@ async def test_a_port_another_program_took_is_never_proxied_to(pai: PAIClient) -
     quiet = job_spec("taken", {"web": {"ports": {"tensorboard": 1}, "commands": ["sleep 60"]}})
     job = await pai.submit(quiet)
     await pai.wait_state(job["id"], "RUNNING")
-    task = (await pai.job(job["id"]))["tasks"][0]
+
+    async def running_task() -> dict[str, Any] | None:
+        # The job runs once admitted; its task's process starts a moment later.
+        task: dict[str, Any] = (await pai.job(job["id"]))["tasks"][0]
+        return task if task["state"] == "RUNNING" else None
+
+    task = await pai.wait_for(running_task, "task web-0 to run", job_id=job["id"])
     port = task["ports"]["tensorboard"][0]
     stranger = await asyncio.create_subprocess_exec(
         sys.executable,
