@@ -6,7 +6,7 @@ kernelspec on the same machine (the baseline), alternating, with a free GPU.
     python benchmarks/kernel_start.py --runs 10 --kube [--cluster-dir DIR]
 
 ``--kube`` also measures the ``pai`` kernel on the test cluster (tests/cluster, its own
-unless ``--cluster-dir`` names a running one), per flavour: a one-pod job on the runner
+unless ``--cluster-dir`` names a running one), per flavor: a one-pod job on the runner
 node with a free GPU, reached through the API server's port-forward; goal <= 3 s.
 Each kernel is shut down (its job stopped, GPUs freed) before the next starts.
 """
@@ -129,7 +129,7 @@ def main() -> None:
             with cluster(args.cluster_dir) as state:
                 for flavor in ("native", "volcano"):
                     took = asyncio.run(on_cluster(str(state.users["alice"]), flavor, args.runs))
-                    print(f"test cluster, flavour {flavor}, {args.runs} runs (goal <= 3 s)")
+                    print(f"test cluster, flavor {flavor}, {args.runs} runs (goal <= 3 s)")
                     print(f"  pai kernelspec, pod through port-forward: {summary(took)}")
 
 

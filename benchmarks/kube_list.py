@@ -4,7 +4,7 @@ namespace, and the API-server requests one ``GET jobs`` makes after warm-up (goa
     python benchmarks/kube_list.py [--jobs 5000] [--rounds 20] [--cluster-dir DIR]
 
 Starts its own test cluster (tests/cluster) unless ``--cluster-dir`` names a running one.
-Jobs are created directly as their primary objects (native flavour: ConfigMaps built by
+Jobs are created directly as their primary objects (native flavor: ConfigMaps built by
 the backend's own builder), so no pods run; the cost measured is the listing. "GET jobs"
 is what the REST handler does: ``list_jobs`` and each summary to JSON."""
 

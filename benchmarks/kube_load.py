@@ -1,5 +1,5 @@
 """The load of ``benchmarks/load.py`` against a Jupyter server on the Kubernetes backend
-(native flavour, user alice) of the test cluster: 5,000 jobs, 50 clients listing and reading
+(native flavor, user alice) of the test cluster: 5,000 jobs, 50 clients listing and reading
 job detail, 20 reading the last 100 lines of a 1,000-line log, 20 following the logs of
 running jobs, for ``--seconds``; the same figures and goals.
 

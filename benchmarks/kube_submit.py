@@ -1,5 +1,5 @@
 """Submission latency: ``POST /pai/api/jobs`` on a real Jupyter server with the extension
-(Kubernetes backend, native flavour) vs creating the same objects directly with
+(Kubernetes backend, native flavor) vs creating the same objects directly with
 kubernetes_asyncio, side by side (median over N runs, and the ratio).
 
     python benchmarks/kube_submit.py [--runs 20] [--cluster-dir DIR]

@@ -2,7 +2,7 @@
 first output line arrives (and until the cell ends), against IPython's own
 ``%%script <python>`` running the same cell as a plain subprocess (the baseline).
 
-Goal (issue 11): the first line of a one-task ``%%pai run`` within 0.5 s of the cell
+Goal: the first line of a one-task ``%%pai run`` within 0.5 s of the cell
 starting. The first ``%%pai run`` of a kernel also pays for importing and starting the
 client; it is reported apart ("cold").
 

@@ -1,5 +1,5 @@
 """The gang deadlock of the seeds (Kubeflow + Volcano): 4 GPUs, two jobs of 4 workers x
-1 GPU submitted together, (a) through jupyter-pai with the volcano flavour (one
+1 GPU submitted together, (a) through jupyter-pai with the volcano flavor (one
 ``batch.volcano.sh`` Job each, minAvailable 4) and (b) the same pods without a gang
 (default scheduler, no PodGroup), side by side.
 
@@ -10,7 +10,7 @@ and adds one simulated node of 4 GPUs (kwok) that only these jobs select. A work
 progress only when all 4 workers of its job run (data-parallel training): once a job's 4
 pods are Running they get kwok's run-for annotation and end 2 s later. (a) submits with
 ``KubernetesBackend.submit`` in this process (no Jupyter server); (b) creates the pods the
-volcano flavour builds for (a), less ``schedulerName``, interleaved a0 b0 a1 b1 ...
+volcano flavor builds for (a), less ``schedulerName``, interleaved a0 b0 a1 b1 ...
 
 Printed per side: partially-bound GPU-seconds (the integral over time of the GPUs held by
 a job that holds some but not all of its GPUs, from a LIST of the pods' bindings every
@@ -144,7 +144,7 @@ async def wait_gone(core: client.CoreV1Api, bases: list[str], timeout: float = 6
 
 
 def build(name: str) -> tuple[str, list[dict[str, Any]]]:
-    """The volcano flavour's objects for job ``name``, as the backend would build them."""
+    """The volcano flavor's objects for job ``name``, as the backend would build them."""
     job = parse_job(SPEC.format(name=name)).job
     options = PodOptions(namespace=NS, node_selector={manifests.POOL_LABEL: POOL})
     names = make_names(job, "alice")
@@ -152,7 +152,7 @@ def build(name: str) -> tuple[str, list[dict[str, Any]]]:
 
 
 async def gang(admin: client.ApiClient, user_kubeconfig: str, window: float) -> Side:
-    """(a) Through jupyter-pai, volcano flavour."""
+    """(a) Through jupyter-pai, volcano flavor."""
     core, custom = client.CoreV1Api(admin), client.CustomObjectsApi(admin)
     b = KubernetesBackend(
         kubeconfig=user_kubeconfig,
@@ -162,7 +162,7 @@ async def gang(admin: client.ApiClient, user_kubeconfig: str, window: float) -> 
     )
     await b.start()
     names = ("gang-a", "gang-b")
-    side = Side("jupyter-pai, volcano flavour (gang)", {n: build(n)[0] for n in names})
+    side = Side("jupyter-pai, volcano flavor (gang)", {n: build(n)[0] for n in names})
     ids: dict[str, str] = {}
 
     async def done(name: str) -> bool:
@@ -194,7 +194,7 @@ async def gang(admin: client.ApiClient, user_kubeconfig: str, window: float) -> 
 
 
 def plain_pods(name: str) -> tuple[str, list[dict[str, Any]]]:
-    """The pods Volcano makes from the flavour's vcjob, with the default scheduler and no
+    """The pods Volcano makes from the flavor's vcjob, with the default scheduler and no
     PodGroup: same containers, resources, node selector, labels."""
     base, objects = build(name)
     vcjob = next(o for o in objects if o["kind"] == "Job")

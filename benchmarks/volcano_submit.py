@@ -1,14 +1,14 @@
 """Submission → all pods Running on Volcano: ``POST /pai/api/jobs`` on a real Jupyter server
-with the extension (Kubernetes backend, volcano flavour) vs creating the same objects
+with the extension (Kubernetes backend, volcano flavor) vs creating the same objects
 directly with kubernetes_asyncio, side by side (median over N runs, and the ratio).
 
     python benchmarks/volcano_submit.py [--runs 10] [--cluster-dir DIR]
 
 Starts its own test cluster (tests/cluster, Volcano v1.15.1 beside kube-scheduler, pods
 simulated by kwok on the GPU pool) unless ``--cluster-dir`` names a running one, and its
-own Jupyter server. Both sides create the objects the volcano flavour builds (the headless
+own Jupyter server. Both sides create the objects the volcano flavor builds (the headless
 Service, then the ``batch.volcano.sh`` Job, then the Service's owner reference), the
-direct side from the flavour's builder with no checks; after the warm-up the two Jobs
+direct side from the flavor's builder with no checks; after the warm-up the two Jobs
 are read back and compared. The clock stops when a pod watch (one for the whole run,
 started before) has seen every pod of the job Running: vc-controller-manager made the
 PodGroup and the pods, vc-scheduler bound them (it schedules once a second), kwok started
@@ -118,7 +118,7 @@ class PodWatch:
 
 
 async def direct(api: client.ApiClient, name: str) -> float:
-    """The objects the backend creates, from the flavour's builder, in the same order."""
+    """The objects the backend creates, from the flavor's builder, in the same order."""
     job = parse_job(SPEC.format(name=name)).job
     options = PodOptions(namespace=NS, default_image="python:3.11-slim", node_selector=GPU_POOL)
     built = VolcanoFlavor(options).build(job, make_names(job, "alice"))

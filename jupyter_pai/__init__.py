@@ -26,10 +26,13 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext jupyter_pai``: the ``%pai`` and ``%%pai run`` magics."""
-    from .notebook.magics import load_ipython_extension as load
+    """``%load_ext jupyter_pai``: the ``%pai`` and ``%%pai run`` magics, and a ``Job`` left
+    as a cell's result (``%%pai run --detach``) shown as a live widget."""
+    from .notebook.magics import PAIMagics
+    from .widgets.jobview import register
 
-    load(ipython)
+    ipython.register_magics(PAIMagics(ipython))
+    register(ipython)
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

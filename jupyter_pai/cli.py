@@ -14,25 +14,26 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 import yaml
 from pydantic import BaseModel
-from traitlets.config import Config
 
 from .backends.base import Backend, LogQuery
 from .backends.models import (
+    FieldWarning,
     JobDetail,
     JobFilter,
     JobList,
     JobState,
-    JobSummary,
     VirtualClusterList,
 )
 from .config import PAIConfig, load_config
 from .errors import Conflict, FieldError, Forbidden, NotFound, PAIError, SpecError, Unavailable
+from .notebook.connection import BackendConnection
+from .notebook.tables import print_detail, print_jobs, print_vcs
 from .spec.parse import parse_job
+from .submission.jobs import JobRequest, parse_params, submit_job
 
 EXIT_JOB_FAILED = 1
 EXIT_INVALID = 2
@@ -151,33 +152,14 @@ async def run(args: argparse.Namespace) -> int:
             return validate(args)
         if args.command == "kernelspec":
             return install_kernelspec(args)
-        backend = make_backend(args.backend)
-        await backend.start()
+        # The backend a notebook's Client() gets on this machine, configured alike.
+        connection = BackendConnection(backend=args.backend)
         try:
-            return int(await COMMANDS[args.command](backend, args))
+            return int(await COMMANDS[args.command](await connection.backend(), args))
         finally:
-            await backend.close()
+            await connection.close()
     except PAIError as exc:
         return report_error(exc, json_output=getattr(args, "json", False))
-
-
-def make_backend(name: str | None) -> Backend:
-    config = load_config()
-    # Housekeeping passes are for long-lived processes; a CLI call runs one pass at start.
-    config.merge(Config({"LocalBackend": {"housekeeping": 0.0}}))
-    if name:
-        config.merge(Config({"PAIConfig": {"backend": name}}))
-    return PAIConfig(config=config).make_backend()
-
-
-def parse_params(pairs: list[str]) -> dict[str, str]:
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SpecError([FieldError("--param", f"{pair!r} is not K=V")])
-        params[key] = value
-    return params
 
 
 def read_source(path: str) -> str:
@@ -198,12 +180,10 @@ def validate(args: argparse.Namespace) -> int:
             result["job"] = parsed.document
         emit(result)
     elif args.show:
-        for w in parsed.warnings:
-            print(f"warning: {w}", file=sys.stderr)
+        print_warnings(parsed.warnings)
         print(yaml.safe_dump(parsed.document, sort_keys=False, allow_unicode=True), end="")
     else:
-        for w in parsed.warnings:
-            print(f"warning: {w}", file=sys.stderr)
+        print_warnings(parsed.warnings)
         job = parsed.job
         print(
             f"{job.name}: valid ({len(job.task_roles)} role(s), {job.total_instances} task(s), "
@@ -220,37 +200,40 @@ async def submit(backend: Backend, args: argparse.Namespace) -> int:
         given.append("--gpus")
     if given:
         raise SpecError([FieldError(given[0], "only for a notebook (.ipynb); set it in the job")])
-    parsed = parse_job(
-        read_source(args.file),
-        parameters=parse_params(args.param),
-        virtual_cluster=args.vc,
-        name=args.name,
-    )
-    for w in parsed.warnings + backend.submission_warnings(parsed.job):
-        print(f"warning: {w}", file=sys.stderr)
-    job = await backend.submit(parsed.job)
-    return await follow_submission(backend, job, args)
+    request = JobRequest(read_source(args.file), parse_params(args.param), args.vc, args.name)
+    result = await submit_job(backend, request.parse())
+    print_warnings(result.warnings)
+    return await follow_submission(backend, result.job, args)
 
 
 async def submit_notebook(backend: Backend, args: argparse.Namespace) -> int:
-    from .notebook.nbjob import prepare
+    # nbformat: imported only to run a notebook.
+    from .submission import notebooks
+    from .submission.nbjob import NotebookRun
 
-    prepared = await prepare(
-        backend,
+    run = NotebookRun(
         args.file,
         params=parse_params(args.param),
         gpus=args.gpus,
         vc=args.vc,
         image=args.image,
         name=args.name,
-        output=args.output,
         storage=args.storage,
+        output=args.output,
     )
-    parsed = parse_job(prepared.job)
-    job = await backend.submit(parsed.job, working_dir=prepared.working_dir)
+    result = await notebooks.submit_notebook(backend, run)
+    print_warnings(result.warnings)
     if not args.json:
-        print(f"the executed notebook will be {prepared.output}")
-    return await follow_submission(backend, job, args)
+        print(f"the executed notebook will be {result.output_location}")
+    return await follow_submission(backend, result.job, args)
+
+
+def print_warnings(warnings: Sequence[FieldError | FieldWarning]) -> None:
+    for w in warnings:
+        print(
+            f"warning: {w.path}: {w.message}" if w.path else f"warning: {w.message}",
+            file=sys.stderr,
+        )
 
 
 async def follow_submission(backend: Backend, job: JobDetail, args: argparse.Namespace) -> int:
@@ -278,9 +261,7 @@ async def jobs(backend: Backend, args: argparse.Namespace) -> int:
     if args.json:
         emit(JobList(items=found, total=len(found)))  # the REST API's envelope, one page
         return 0
-    rows = [["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]]
-    rows += [job_row(j) for j in found]
-    print_table(rows)
+    print_jobs(found)
     return 0
 
 
@@ -318,24 +299,7 @@ async def vcs(backend: Backend, args: argparse.Namespace) -> int:
     if args.json:
         emit(VirtualClusterList(items=found))
         return 0
-    rows = [["VC", "GPUS USED", "GPUS FREE", "GPUS TOTAL", "RUNNING", "QUEUED"]]
-    sharing = any(vc.guaranteed_gpus is not None for vc in found)
-    if sharing:  # OpenPAI's VC sharing: guaranteed, held on loan, lent out
-        rows[0][4:4] = ["GUARANTEED", "BORROWED", "LENT"]
-    for vc in found:
-        row = [
-            vc.name,
-            str(vc.used.gpu),
-            str(vc.free.gpu),
-            str(vc.capacity.gpu),
-            str(vc.running_jobs),
-            str(vc.queued_jobs),
-        ]
-        if sharing:
-            guaranteed = "-" if vc.guaranteed_gpus is None else str(vc.guaranteed_gpus)
-            row[4:4] = [guaranteed, str(vc.borrowed_gpus), str(vc.lent_gpus)]
-        rows.append(row)
-    print_table(rows)
+    print_vcs(found)
     return 0
 
 
@@ -378,58 +342,6 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: to_jsonable(v) for k, v in value.items()}
     return value
-
-
-def duration(job: JobSummary) -> str:
-    if job.launched_time is None:
-        return "-"
-    end = job.completed_time or datetime.now(timezone.utc)
-    seconds = int((end - job.launched_time).total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
-
-
-def job_row(job: JobSummary) -> list[str]:
-    return [
-        job.id,
-        job.state.value,
-        job.virtual_cluster,
-        str(job.total_gpu_number),
-        str(job.total_task_number),
-        job.submission_time.astimezone().strftime("%Y-%m-%d %H:%M:%S"),
-        duration(job),
-        str(job.retries),
-    ]
-
-
-def print_table(rows: list[list[str]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-
-
-def print_detail(job: JobDetail) -> None:
-    print(f"{job.id}  {job.state.value}" + (f"  ({job.sub_state})" if job.sub_state else ""))
-    print(
-        f"  VC {job.virtual_cluster}, {job.total_gpu_number} GPU(s), {job.total_task_number} task(s), retries {job.retries}"
-    )
-    if job.waiting_reason:
-        print(f"  waiting: {job.waiting_reason}")
-    rows = [["TASK", "STATE", "NODE", "IP", "GPUS", "EXIT", "RETRIES"]]
-    for t in job.tasks:
-        rows.append(
-            [
-                f"{t.role}-{t.index}",
-                t.state.value,
-                t.node or "-",
-                t.ip or "-",
-                ",".join(t.gpus) or "-",
-                "-" if t.exit_code is None else str(t.exit_code),
-                str(t.retries),
-            ]
-        )
-    print_table(rows)
 
 
 def report_error(exc: PAIError, *, json_output: bool) -> int:

@@ -17,10 +17,11 @@ empty).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.golden import golden_text
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -88,10 +89,6 @@ def example_files() -> list[Path]:
     return sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
 
 
-def update_golden() -> bool:
-    return os.environ.get("UPDATE_GOLDEN", "") not in ("", "0", "false", "no")
-
-
 def normalized(data: Any) -> Any:
     """``data`` as it reads back from JSON (tuples become lists, keys become text)."""
     return json.loads(json.dumps(data))
@@ -102,12 +99,5 @@ def golden(name: str, data: Any) -> Any:
     ``UPDATE_GOLDEN=1`` in the environment the file is (re)written from ``data`` first.
 
     Use as ``assert normalized(data) == golden(NAME, data)`` so pytest shows the diff."""
-    path = GOLDEN / name
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    if update_golden():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-    if not path.exists():
-        raise AssertionError(f"{path} is missing: run the tests with UPDATE_GOLDEN=1 to write it")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(golden_text(GOLDEN / name, text))

@@ -8,6 +8,7 @@ import getpass
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from traitlets import Float, Unicode, default
 from traitlets.config import LoggingConfigurable
@@ -69,6 +70,19 @@ class FileContent:
     chunks: AsyncIterator[bytes]
 
 
+class PortForwarding(Protocol):
+    """A task's ports on this machine as Unix sockets ``{prefix}-{port}`` (the way
+    jupyter_client names ``ipc`` channels), open until :meth:`close`."""
+
+    prefix: str
+
+    async def reset(self) -> None:
+        """Drop open streams (the program behind them was restarted); new connections
+        reach the new one."""
+
+    async def close(self) -> None: ...
+
+
 class Backend(LoggingConfigurable):
     """Jobs, virtual clusters, logs, events and storage for one user.
 
@@ -76,6 +90,9 @@ class Backend(LoggingConfigurable):
     rules out ``abc.ABC`` as a base."""
 
     name: str = "abstract"
+    #: Whether a task is a process on this machine (same files, same Python, ports on
+    #: this machine's loopback) rather than a container somewhere in a cluster.
+    tasks_run_here: bool = False
 
     user = Unicode(
         help="""The user jobs are submitted as (OpenPAI's ``PAI_USER_NAME``); default:
@@ -174,6 +191,16 @@ class Backend(LoggingConfigurable):
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
         """The address of a checked task port, as seen from this machine."""
         raise Unavailable(f"the {self.name} backend cannot reach task ports")
+
+    async def forward_ports(self, job: JobDetail, ports: list[int]) -> PortForwarding:
+        """``ports`` of the first task of running ``job``, forwarded to this machine, for a
+        program that cannot reach the task's own address."""
+        raise Unavailable(f"the {self.name} backend offers no port-forward")
+
+    def storage_folder(self, name: str) -> str | None:
+        """Where storage ``name`` is on this machine, for tasks that run here and reach it
+        there rather than through a mount; None where tasks mount it."""
+        return None
 
     async def utilisation(self, job_id: str) -> JobUtilisation:
         """GPU utilisation of the job's running tasks, now and over the last hour; what is

@@ -1,4 +1,4 @@
-"""The environment every task instance gets, on every backend (design §3), as OpenPAI's
+"""The environment every task instance gets, on every backend alike (so a job runs unchanged on each), as OpenPAI's
 rest-server and runtime set it.
 
 Pure: a backend says where each instance lives (host) and which ports it holds; this module

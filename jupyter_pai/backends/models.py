@@ -159,6 +159,8 @@ class Info(ApiModel):
     user: str
     namespace: str | None = None
     gpu_slots: int | None = None
+    #: Tasks are processes of the server's machine (its files, its Python), not pods.
+    tasks_run_here: bool = False
 
 
 class GpuUsage(ApiModel):

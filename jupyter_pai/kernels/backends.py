@@ -82,19 +82,13 @@ async def endpoint(backend: Backend, job: JobDetail, connect: str) -> Endpoint:
     ports = task.ports.get(PORT_LABEL) or []
     if not task.ip or not ports:
         raise Unavailable(f"job {job.id} runs but reports no address for its kernel ports")
-    if backend.name == "local" or connect == "pod-ip":
+    if backend.tasks_run_here or connect == "pod-ip":
         return Endpoint(task.ip, list(ports))
     if connect != "port-forward":
         raise Unavailable(f"PAIProvisioner.connect is {connect!r}; use port-forward or pod-ip")
-    from ..backends.kubernetes.backend import KubernetesBackend
-    from .portforward import PortForward, running_pod
-
-    if not isinstance(backend, KubernetesBackend):
-        raise Unavailable(f"backend {backend.name} offers no port-forward")
     # Unix sockets in a folder only this user may enter: no other user of this machine
     # connects to the kernel through the user's port-forward.
-    forward = PortForward(backend, running_pod(backend, job), list(ports))
-    await forward.start()
+    forward = await backend.forward_ports(job, list(ports))
     return Endpoint(
         forward.prefix,
         list(ports),

@@ -30,7 +30,7 @@ from .backends import Endpoint, backend_for, endpoint
 from .control import Heartbeat, LauncherControl, LauncherUnreachable
 from .jobspec import KernelRequest, kernel_job, resolve_image
 from .launcher import PORT_NAMES
-from .queue import queue_status
+from .waiting import queue_status
 
 STOP_WAIT_SECONDS = 15.0
 #: How often a waiting kernel's status is worked out again (users see it within 2 s).
@@ -127,7 +127,7 @@ class PAIProvisioner(KernelProvisionerBase):
             image_uri = resolve_image(self.image, pai_config.images)
             # The pod IP is reached across the cluster network: encrypt with CurveZMQ
             # (port-forward already runs inside the API server's TLS).
-            if backend.name != "local" and self.connect == "pod-ip":
+            if not backend.tasks_run_here and self.connect == "pod-ip":
                 public, secret = zmq.curve_keypair()
                 self._curve = (public.decode(), secret.decode())
             job = kernel_job(
@@ -135,7 +135,7 @@ class PAIProvisioner(KernelProvisionerBase):
                 name=f"kernel-{self.kernel_id[:8]}",
                 key=self._key().decode(),
                 image_uri=image_uri,
-                in_process_launcher=backend.name == "local",
+                in_process_launcher=backend.tasks_run_here,
                 python=self.launcher_python,
                 curve=self._curve,
             )

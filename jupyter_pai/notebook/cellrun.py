@@ -65,9 +65,9 @@ def cell_job(code: str, options: CellOptions, python: str) -> dict[str, Any]:
 
 
 def python_for(client: Client) -> str:
-    """The interpreter tasks run the cell with: this kernel's own on the local backend (same
-    machine, same packages), else the image's ``python3`` (or ``python``)."""
-    if client.info().backend == "local":
+    """The interpreter tasks run the cell with: this kernel's own where tasks run on this
+    machine (the local backend: same packages), else the image's ``python3`` (or ``python``)."""
+    if client.info().tasks_run_here:
         return shlex.quote(sys.executable)
     return '"$(command -v python3 || command -v python)"'
 

@@ -11,9 +11,10 @@
 
     remote = Client(url="http://127.0.0.1:8888/", token="…")   # a Jupyter server's REST API
 
-Every blocking method has an ``*_async`` twin for code that runs in an event loop (a
-kernel's cells may ``await``). The blocking ones work in a kernel too: the client does its
-I/O on a private loop in a daemon thread (:mod:`.loop`), never on the caller's.
+Every blocking method, the client's and those of the :class:`~.job.Job` it returns, has an
+``*_async`` twin for code that runs in an event loop (a kernel's cells may ``await``). The
+blocking ones work in a kernel too: the client does its I/O on a private loop in a daemon
+thread (:mod:`.loop`), never on the caller's.
 
 Errors are the core's typed errors (:mod:`jupyter_pai.errors`): ``SpecError`` (a bad job,
 its ``errors`` name the fields), ``NotFound``, ``Conflict`` (name taken), ``Forbidden``,
@@ -25,20 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 import warnings
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
-from typing import Any, Literal, TypeVar, overload
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import Any, TypedDict, TypeVar, Unpack, overload
 
 from traitlets.config import Config
 
-from ..backends.base import LogQuery
 from ..backends.models import (
-    FieldWarning,
     Image,
     Info,
-    JobDetail,
-    JobEvent,
     JobFilter,
     JobState,
     JobSummary,
@@ -46,21 +42,18 @@ from ..backends.models import (
     Storage,
     StorageListing,
     SubmitResult,
-    TaskStatus,
     VirtualCluster,
 )
 from ..errors import FieldError, SpecError
+from ..submission.jobs import JobRequest
 from .connection import BackendConnection, Connection
-from .follow import TaskLine, decode, decode_async, follow_job, follow_task
+from .job import Job
 from .loop import LoopThread
-from .outcome import TAIL_LINES, FailedTask, JobFailed, failed_tasks
 from .sources import Spec, job_source
 
-T = TypeVar("T")
+__all__ = ["Client", "Job", "JobQuery", "SubmissionWarning", "SubmitOptions"]
 
-#: How often :meth:`Job.wait` looks at the job (seconds; it backs off to ``MAX_POLL``).
-FIRST_POLL = 0.1
-MAX_POLL = 1.0
+T = TypeVar("T")
 
 
 class SubmissionWarning(UserWarning):
@@ -68,190 +61,22 @@ class SubmissionWarning(UserWarning):
     OpenPAI v1 job, a runtime plugin this backend runs differently)."""
 
 
-class Job:
-    """A submitted job: what the backend said about it last, and what can be done with it.
+class SubmitOptions(TypedDict, total=False):
+    """What :meth:`Client.submit` overrides in the job (its keyword arguments)."""
 
-    ``detail`` is the last :class:`~jupyter_pai.backends.models.JobDetail` read;
-    :attr:`state` reads the job again unless it has already ended."""
+    vc: str | None
+    name: str | None
 
-    def __init__(
-        self, client: Client, detail: JobDetail, warnings: Iterable[FieldWarning] = ()
-    ) -> None:
-        self.client = client
-        self.detail = detail
-        #: What the submission did not take as written (empty for a job looked up by id).
-        self.warnings: list[FieldWarning] = list(warnings)
-        #: A notebook job's executed notebook, where it will be written (submit_notebook).
-        self.executed_notebook: str | None = None
 
-    @property
-    def id(self) -> str:
-        """``<user>~<name>``, as in OpenPAI."""
-        return self.detail.id
+class JobQuery(TypedDict, total=False):
+    """Which jobs :meth:`Client.jobs` lists (its keyword arguments)."""
 
-    @property
-    def name(self) -> str:
-        return self.detail.name
-
-    @property
-    def state(self) -> JobState:
-        """The job's state now (read again unless it has ended)."""
-        if not self.detail.state.terminal:
-            self.refresh()
-        return self.detail.state
-
-    @property
-    def tasks(self) -> list[TaskStatus]:
-        return self.detail.tasks
-
-    def __repr__(self) -> str:
-        d = self.detail
-        sub = f" ({d.sub_state})" if d.sub_state else ""
-        return f"<Job {d.id} {d.state.value}{sub}: VC {d.virtual_cluster}, {d.total_gpu_number} GPU(s), {d.total_task_number} task(s)>"
-
-    # -- blocking --------------------------------------------------------------------------
-
-    def refresh(self) -> JobDetail:
-        """Read the job again; returns (and keeps) its detail."""
-        return self.client._run(self._refresh())
-
-    def wait(self, timeout: float | None = None, *, check: bool = False) -> JobDetail:
-        """Block until the job has ended (SUCCEEDED, FAILED or STOPPED) and return its
-        detail; ``TimeoutError`` after ``timeout`` seconds. Ctrl-C stops waiting, not the
-        job. ``check=True``: raise :class:`~.outcome.JobFailed` unless it SUCCEEDED."""
-        return self.client._run(self._wait(timeout, check))
-
-    @overload
-    def logs(
-        self,
-        role: str | None = ...,
-        index: int = ...,
-        *,
-        follow: Literal[False] = ...,
-        tail: int | None = ...,
-        attempt: int | None = ...,
-    ) -> str: ...
-
-    @overload
-    def logs(
-        self,
-        role: str | None = ...,
-        index: int = ...,
-        *,
-        follow: Literal[True],
-        tail: int | None = ...,
-        attempt: int | None = ...,
-    ) -> Iterator[str]: ...
-
-    def logs(
-        self,
-        role: str | None = None,
-        index: int = 0,
-        *,
-        follow: bool = False,
-        tail: int | None = None,
-        attempt: int | None = None,
-    ) -> str | Iterator[str]:
-        """A task's log (``role`` default: the first role; ``index`` its instance).
-
-        ``follow=True`` returns an iterator of text pieces as the task writes them, which
-        ends when the task ends; ``tail`` = only the last N lines; ``attempt`` = an earlier
-        attempt's log (0 = the first)."""
-        if follow:
-            chunks = follow_task(self.client._connection, self.id, role, index, tail=tail)
-            return decode(self.client._loop.iterate(chunks))
-        query = LogQuery(role=role, index=index, tail=tail, attempt=attempt)
-        return self.client._run(_read_all(self.client._connection.logs(self.id, query)))
-
-    def output(self) -> Iterator[TaskLine]:
-        """Every task's output as it is written, line by line, each labelled by its task
-        (``line.role``, ``line.index``, ``line.task``), until every task has ended."""
-        return self.client._loop.iterate(follow_job(self.client._connection, self.id))
-
-    def stop(self) -> JobDetail:
-        """Stop the job: every task gets SIGTERM (then SIGKILL after the grace period); it
-        stays listed as STOPPED."""
-        return self.client._run(self._stop())
-
-    def events(self) -> list[JobEvent]:
-        """Scheduling and runtime events, oldest first."""
-        return self.client._run(self.client._connection.events(self.id))
-
-    # -- async twins -----------------------------------------------------------------------
-
-    async def refresh_async(self) -> JobDetail:
-        return await self.client._loop.run_async(self._refresh())
-
-    async def wait_async(self, timeout: float | None = None, *, check: bool = False) -> JobDetail:
-        return await self.client._loop.run_async(self._wait(timeout, check))
-
-    async def logs_async(
-        self,
-        role: str | None = None,
-        index: int = 0,
-        *,
-        tail: int | None = None,
-        attempt: int | None = None,
-    ) -> str:
-        query = LogQuery(role=role, index=index, tail=tail, attempt=attempt)
-        return await self.client._loop.run_async(
-            _read_all(self.client._connection.logs(self.id, query))
-        )
-
-    async def follow_logs_async(
-        self, role: str | None = None, index: int = 0, *, tail: int | None = None
-    ) -> AsyncIterator[str]:
-        """``logs(follow=True)`` for a caller in an event loop: ``async for text in …``."""
-        chunks = follow_task(self.client._connection, self.id, role, index, tail=tail)
-        async for text in decode_async(self.client._loop.iterate_async(chunks)):
-            yield text
-
-    async def output_async(self) -> AsyncIterator[TaskLine]:
-        """:meth:`output` for a caller in an event loop."""
-        async for line in self.client._loop.iterate_async(
-            follow_job(self.client._connection, self.id)
-        ):
-            yield line
-
-    async def stop_async(self) -> JobDetail:
-        return await self.client._loop.run_async(self._stop())
-
-    async def events_async(self) -> list[JobEvent]:
-        return await self.client._loop.run_async(self.client._connection.events(self.id))
-
-    # -- on the client's loop ----------------------------------------------------------
-
-    async def _refresh(self) -> JobDetail:
-        self.detail = await self.client._connection.get_job(self.id)
-        return self.detail
-
-    async def _stop(self) -> JobDetail:
-        self.detail = await self.client._connection.stop_job(self.id)
-        return self.detail
-
-    async def _wait(self, timeout: float | None, check: bool = False) -> JobDetail:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = FIRST_POLL
-        while not (await self._refresh()).state.terminal:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"job {self.id} still {self.detail.state.value} after {timeout} s"
-                )
-            left = MAX_POLL if deadline is None else max(0.0, deadline - time.monotonic())
-            await asyncio.sleep(min(pause, left))
-            pause = min(pause * 1.5, MAX_POLL)
-        if check and self.detail.state is not JobState.SUCCEEDED:
-            raise await self._failure()
-        return self.detail
-
-    async def _failure(self) -> JobFailed:
-        """The ended job's outcome with each failed task's last lines."""
-        tasks = []
-        for role, index, code, reason in failed_tasks(self.detail):
-            query = LogQuery(role=role, index=index, tail=TAIL_LINES)
-            text = await _read_all(self.client._connection.logs(self.id, query))
-            tasks.append(FailedTask(f"{role}-{index}", code, reason, text.splitlines()))
-        return JobFailed(self.detail, tasks)
+    #: One state or several (``"RUNNING"``, ``["WAITING", "RUNNING"]``).
+    state: str | JobState | Iterable[str | JobState] | None
+    vc: str | None
+    user: str | None
+    #: Matched against names and ids.
+    keyword: str | None
 
 
 class Client:
@@ -306,16 +131,11 @@ class Client:
     # -- blocking --------------------------------------------------------------------------
 
     def info(self) -> Info:
-        """The backend, its flavour, version, user and namespace."""
+        """The backend, its flavor, version, user and namespace."""
         return self._run(self._connection.info())
 
     def submit(
-        self,
-        spec: Spec,
-        params: Mapping[str, Any] | None = None,
-        *,
-        vc: str | None = None,
-        name: str | None = None,
+        self, spec: Spec, params: Mapping[str, Any] | None = None, **options: Unpack[SubmitOptions]
     ) -> Job:
         """Submit a job: a job file's path, YAML or JSON text, the document as a dict, or a
         ``JobProtocol``; OpenPAI protocol v2, the short form or OpenPAI v1 JSON.
@@ -325,7 +145,7 @@ class Client:
         Warnings about what was not taken as written are issued as
         :class:`SubmissionWarning` and kept in ``job.warnings``.
         """
-        return self._job(self._run(self._submit(spec, params, vc, name)))
+        return self._job(self._run(self._submit(spec, params, **options)))
 
     def submit_notebook(
         self,
@@ -356,20 +176,11 @@ class Client:
         job.executed_notebook = result.output
         return job
 
-    def jobs(
-        self,
-        *,
-        state: str | JobState | Iterable[str | JobState] | None = None,
-        vc: str | None = None,
-        user: str | None = None,
-        keyword: str | None = None,
-    ) -> list[JobSummary]:
+    def jobs(self, **query: Unpack[JobQuery]) -> list[JobSummary]:
         """Jobs, newest first; ``state`` one state or several (``"RUNNING"``,
-        ``["WAITING", "RUNNING"]``), ``keyword`` matched against names and ids."""
-        result: list[JobSummary] = self._run(
-            self._connection.list_jobs(_filter(state, vc, user, keyword))
-        )
-        return result
+        ``["WAITING", "RUNNING"]``), ``vc``, ``user``, ``keyword`` matched against names
+        and ids."""
+        return self._run(self._connection.list_jobs(_filter(**query)))
 
     def job(self, job_id: str) -> Job:
         """The job with this id (``NotFound`` if there is none)."""
@@ -411,25 +222,12 @@ class Client:
         return await self._loop.run_async(self._connection.info())
 
     async def submit_async(
-        self,
-        spec: Spec,
-        params: Mapping[str, Any] | None = None,
-        *,
-        vc: str | None = None,
-        name: str | None = None,
+        self, spec: Spec, params: Mapping[str, Any] | None = None, **options: Unpack[SubmitOptions]
     ) -> Job:
-        return self._job(await self._loop.run_async(self._submit(spec, params, vc, name)))
+        return self._job(await self._loop.run_async(self._submit(spec, params, **options)))
 
-    async def jobs_async(
-        self,
-        *,
-        state: str | JobState | Iterable[str | JobState] | None = None,
-        vc: str | None = None,
-        user: str | None = None,
-        keyword: str | None = None,
-    ) -> list[JobSummary]:
-        query = _filter(state, vc, user, keyword)
-        return await self._loop.run_async(self._connection.list_jobs(query))
+    async def jobs_async(self, **query: Unpack[JobQuery]) -> list[JobSummary]:
+        return await self._loop.run_async(self._connection.list_jobs(_filter(**query)))
 
     async def job_async(self, job_id: str) -> Job:
         return Job(self, await self._loop.run_async(self._connection.get_job(job_id)))
@@ -455,8 +253,9 @@ class Client:
         self,
         spec: Spec,
         params: Mapping[str, Any] | None,
-        vc: str | None,
-        name: str | None,
+        *,
+        vc: str | None = None,
+        name: str | None = None,
     ) -> SubmitResult:
         if isinstance(spec, (str, os.PathLike)) and os.fspath(spec).endswith(".ipynb"):
             raise SpecError(
@@ -464,9 +263,7 @@ class Client:
             )
         source = await asyncio.to_thread(job_source, spec)
         parameters = {str(k): v for k, v in (params or {}).items()}
-        return await self._connection.submit(
-            source, parameters=parameters, virtual_cluster=vc, name=name
-        )
+        return await self._connection.submit(JobRequest(source, parameters, vc, name))
 
     def _job(self, result: SubmitResult) -> Job:
         for w in result.warnings:
@@ -481,10 +278,11 @@ class Client:
 
 
 def _filter(
-    state: str | JobState | Iterable[str | JobState] | None,
-    vc: str | None,
-    user: str | None,
-    keyword: str | None,
+    *,
+    state: str | JobState | Iterable[str | JobState] | None = None,
+    vc: str | None = None,
+    user: str | None = None,
+    keyword: str | None = None,
 ) -> JobFilter:
     states: list[JobState] | None = None
     if state is not None:
@@ -497,7 +295,3 @@ def _filter(
                 "unknown job state",
             ) from None
     return JobFilter(vc=vc, state=states, user=user, keyword=keyword)
-
-
-async def _read_all(chunks: AsyncIterator[bytes]) -> str:
-    return b"".join([c async for c in chunks]).decode("utf-8", errors="replace")

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator
 
 from traitlets.config import Config
 
 from ..backends.base import Backend, FileContent, LogQuery
 from ..backends.models import (
-    FieldWarning,
     Image,
     Info,
     JobDetail,
@@ -28,10 +26,7 @@ from ..backends.models import (
     VirtualCluster,
 )
 from ..config import PAIConfig, load_config
-from ..spec.parse import parse_job
-
-#: A job as the client accepts it: YAML or JSON text, or the document as a mapping.
-JobSource = str | bytes | Mapping[str, Any]
+from ..submission.jobs import JobRequest, submit_job
 
 
 class Connection(abc.ABC):
@@ -41,14 +36,7 @@ class Connection(abc.ABC):
     async def info(self) -> Info: ...
 
     @abc.abstractmethod
-    async def submit(
-        self,
-        source: JobSource,
-        *,
-        parameters: Mapping[str, Any] | None = None,
-        virtual_cluster: str | None = None,
-        name: str | None = None,
-    ) -> SubmitResult: ...
+    async def submit(self, request: JobRequest) -> SubmitResult: ...
 
     @abc.abstractmethod
     async def submit_notebook(self, request: NotebookJobRequest) -> NotebookJobResult:
@@ -87,8 +75,10 @@ class Connection(abc.ABC):
         """Release connections; jobs keep running."""
 
 
-def warnings_of(errors: list[Any]) -> list[FieldWarning]:
-    return [FieldWarning(path=e.path, message=e.message) for e in errors]
+async def started(backend: Backend) -> Backend:
+    """``backend`` with its connections and caches open."""
+    await backend.start()
+    return backend
 
 
 class BackendConnection(Connection):
@@ -115,54 +105,27 @@ class BackendConnection(Connection):
         self._backend: Backend | None = None
 
     async def backend(self) -> Backend:
+        """The configured backend, made and started by the first call that needs it."""
         if self._backend is None:
-            backend = self.pai_config.make_backend()
-            await backend.start()
-            self._backend = backend
+            self._backend = await started(self.pai_config.make_backend())
         return self._backend
 
     async def info(self) -> Info:
         return await (await self.backend()).info()
 
-    async def submit(
-        self,
-        source: JobSource,
-        *,
-        parameters: Mapping[str, Any] | None = None,
-        virtual_cluster: str | None = None,
-        name: str | None = None,
-    ) -> SubmitResult:
-        parsed = parse_job(
-            source, parameters=parameters, virtual_cluster=virtual_cluster, name=name
-        )
-        backend = await self.backend()
-        job = await backend.submit(parsed.job, working_dir=self.working_dir or os.getcwd())
-        warnings = parsed.warnings + backend.submission_warnings(parsed.job)
-        return SubmitResult(job=job, warnings=warnings_of(warnings))
+    async def submit(self, request: JobRequest) -> SubmitResult:
+        parsed = request.parse()
+        working_dir = self.working_dir or os.getcwd()
+        return await submit_job(await self.backend(), parsed, working_dir=working_dir)
 
     async def submit_notebook(self, request: NotebookJobRequest) -> NotebookJobResult:
-        from .nbjob import prepare
+        # nbformat: imported only by those who run a notebook.
+        from ..submission.nbjob import NotebookRun
+        from ..submission.notebooks import submit_notebook
 
-        backend = await self.backend()
         source = os.path.join(self.working_dir or os.getcwd(), request.path)
-        prepared = await prepare(
-            backend,
-            source,
-            params=request.params,
-            gpus=request.gpus,
-            vc=request.vc,
-            image=request.image,
-            name=request.name,
-            storage=request.storage,
-        )
-        parsed = parse_job(prepared.job)
-        job = await backend.submit(parsed.job, working_dir=prepared.working_dir)
-        return NotebookJobResult(
-            job=job,
-            warnings=warnings_of(parsed.warnings),
-            output=None if request.storage else prepared.output,
-            output_location=prepared.output,
-        )
+        backend = await self.backend()
+        return await submit_notebook(backend, NotebookRun.requested(request, source))
 
     async def list_jobs(self, query: JobFilter) -> list[JobSummary]:
         return await (await self.backend()).list_jobs(query)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from ..backends.base import LogQuery
@@ -48,7 +48,7 @@ def find_task(detail: JobDetail, role: str | None, index: int) -> TaskStatus:
 
 async def follow_task(
     conn: Connection, job_id: str, role: str | None, index: int, *, tail: int | None = None
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The task's log as it is written, until the task (or the job) has ended."""
     pause = POLL_SECONDS
     detail = await conn.get_job(job_id)
@@ -112,24 +112,15 @@ async def follow_job(conn: Connection, job_id: str) -> AsyncIterator[TaskLine]:
         await asyncio.gather(*pumps, return_exceptions=True)
 
 
-def decode(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Text from byte chunks, never splitting a UTF-8 character between two pieces."""
+async def decode(chunks: AsyncGenerator[bytes, None]) -> AsyncIterator[str]:
+    """Text from byte chunks, never splitting a UTF-8 character between two pieces;
+    closing it closes ``chunks`` (a followed log's open stream)."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for chunk in chunks:
-        text = decoder.decode(chunk)
-        if text:
-            yield text
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail
-
-
-async def decode_async(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    async for chunk in chunks:
-        text = decoder.decode(chunk)
-        if text:
-            yield text
+    async with contextlib.aclosing(chunks):
+        async for chunk in chunks:
+            text = decoder.decode(chunk)
+            if text:
+                yield text
     tail = decoder.decode(b"", final=True)
     if tail:
         yield tail

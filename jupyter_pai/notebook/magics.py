@@ -1,7 +1,8 @@
 """``%load_ext jupyter_pai``: the ``%pai`` line magic and the ``%%pai run`` cell magic.
 
 The magics are a thin shell over :class:`~jupyter_pai.Client` (the backend configured for
-this machine, as ``jupyter pai`` uses it); tables are printed as the CLI prints them."""
+this machine, as ``jupyter pai`` uses it); their tables are the CLI's (:mod:`.tables`).
+``jupyter_pai.load_ipython_extension`` registers them."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from typing import Any, NoReturn
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .. import cli
 from ..backends.models import JobState
+from ..submission.jobs import parse_params
 from .cellrun import CellOptions, run_cell
-from .client import Client, Job
+from .client import Client
+from .job import Job
+from .tables import print_detail, print_images, print_jobs, print_vcs
 
 HELP = """\
 %pai jobs [--state S] [--vc V] [--keyword K]   your jobs, newest first
@@ -141,34 +144,16 @@ class PAIMagics(Magics):
         if not found:
             print("no jobs")
             return
-        rows = [["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]]
-        cli.print_table(rows + [cli.job_row(j) for j in found])
+        print_jobs(found)
 
     def do_vcs(self, args: argparse.Namespace) -> None:
-        rows = [["VC", "GPUS USED", "GPUS FREE", "GPUS TOTAL", "RUNNING", "QUEUED"]]
-        for vc in self.client.vcs():
-            rows.append(
-                [
-                    vc.name,
-                    str(vc.used.gpu),
-                    str(vc.free.gpu),
-                    str(vc.capacity.gpu),
-                    str(vc.running_jobs),
-                    str(vc.queued_jobs),
-                ]
-            )
-        cli.print_table(rows)
+        print_vcs(self.client.vcs())
 
     def do_images(self, args: argparse.Namespace) -> None:
-        rows = [["NAME", "URI", "GPU", "DESCRIPTION"]]
-        for image in self.client.images():
-            rows.append(
-                [image.name, image.uri, "yes" if image.gpu else "no", image.description or ""]
-            )
-        cli.print_table(rows)
+        print_images(self.client.images())
 
     def do_show(self, args: argparse.Namespace) -> None:
-        cli.print_detail(self.client.job(args.id).detail)
+        print_detail(self.client.job(args.id).detail)
 
     def do_logs(self, args: argparse.Namespace) -> None:
         job = self.client.job(args.id)
@@ -183,7 +168,7 @@ class PAIMagics(Magics):
         print(f"{detail.id}: {detail.state.value}")
 
     def do_submit(self, args: argparse.Namespace) -> Job:
-        params = cli.parse_params(args.param)
+        params = parse_params(args.param)
         if args.file.endswith(".ipynb"):
             job = self.client.submit_notebook(args.file, params, vc=args.vc, name=args.name)
             print(f"the executed notebook will be {job.executed_notebook}")
@@ -196,11 +181,3 @@ class PAIMagics(Magics):
             if detail.state is not JobState.SUCCEEDED:
                 job.wait(check=True)
         return job
-
-
-def load_ipython_extension(ipython: Any) -> None:
-    ipython.register_magics(PAIMagics(ipython))
-    # A Job a cell leaves as its result (``--detach``) displays as a live widget.
-    from ..widgets.jobview import register
-
-    register(ipython)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -50,8 +51,8 @@ from ..errors import (
     SpecError,
     Unavailable,
 )
-from ..spec.parse import parse_job
-from .connection import Connection, JobSource, warnings_of
+from ..submission.jobs import JobRequest, field_warnings
+from .connection import Connection
 
 M = TypeVar("M", bound=BaseModel)
 PREFIX = "pai/api"
@@ -150,22 +151,17 @@ class RestConnection(Connection):
     async def info(self) -> Info:
         return await self.read(Info, "GET", "info")
 
-    async def submit(
-        self,
-        source: JobSource,
-        *,
-        parameters: Mapping[str, Any] | None = None,
-        virtual_cluster: str | None = None,
-        name: str | None = None,
-    ) -> SubmitResult:
+    async def submit(self, request: JobRequest) -> SubmitResult:
         local: list[FieldWarning] = []
-        if parameters or name or isinstance(source, Mapping):
+        source = request.source
+        if request.parameters or request.name or isinstance(source, Mapping):
             # The API takes the document only: apply parameters and name here, as
-            # ``jupyter pai submit --param`` does, and send the protocol-v2 result.
-            parsed = parse_job(source, parameters=parameters, name=name)
+            # ``jupyter pai submit --param`` does, and send the protocol-v2 result (the
+            # virtual cluster goes as ``?vc=``).
+            parsed = replace(request, virtual_cluster=None).parse()
             body: str | bytes = json.dumps(parsed.document)
             content_type = "application/json"
-            local = warnings_of(parsed.warnings)
+            local = field_warnings(parsed.warnings)
         else:
             body, content_type = source, "text/yaml"
         result = await self.read(
@@ -174,7 +170,7 @@ class RestConnection(Connection):
             "jobs",
             data=body,
             content_type=content_type,
-            params={"vc": virtual_cluster},
+            params={"vc": request.virtual_cluster},
         )
         seen = {(w.path, w.message) for w in result.warnings}
         result.warnings[:0] = [w for w in local if (w.path, w.message) not in seen]

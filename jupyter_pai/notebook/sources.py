@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import FieldError, SpecError
 from ..spec.protocol import JobProtocol
-from .connection import JobSource
+from ..submission.jobs import JobSource
 
 #: What :meth:`Client.submit` takes: a job file's path, YAML/JSON text, the document as a
 #: dict, or a validated :class:`~jupyter_pai.spec.protocol.JobProtocol`.

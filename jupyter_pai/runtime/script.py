@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..spec.pluginparams.uses import PluginUse, plugin_uses
 from ..spec.protocol import JobProtocol
 from ..spec.render import task_commands
 from .plugins import plugin_for
 from .shell import quoted_message
-from .uses import PluginUse, plugin_uses
 
 MARK = "[jupyter-pai]"
 PRE, POST = "taskStarts", "taskSucceeds"

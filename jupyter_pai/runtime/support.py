@@ -1,20 +1,13 @@
-"""What each backend does with a job's runtime plugins, said at submission: errors for
-parameters OpenPAI's plugin would fail on, warnings for what will not run as written."""
+"""What each backend does with a job's runtime plugins, said at submission: warnings for
+what will not run as written (errors for parameters OpenPAI's plugin would fail on come
+with the job: :func:`jupyter_pai.spec.pluginparams.plugin_errors`)."""
 
 from __future__ import annotations
 
 from ..errors import FieldError
+from ..spec.pluginparams.uses import every_use, plugin_uses
 from ..spec.protocol import JobProtocol
 from .plugins import plugin_for
-from .uses import every_use, plugin_uses
-
-
-def plugin_errors(job: JobProtocol) -> list[FieldError]:
-    """Parameters a plugin cannot run with (the same on every backend)."""
-    errors: list[FieldError] = []
-    for use in every_use(job):
-        errors += plugin_for(use.name).errors(use)
-    return errors
 
 
 def submission_warnings(job: JobProtocol, backend: str) -> list[FieldError]:

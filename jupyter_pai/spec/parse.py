@@ -11,9 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FieldError, SpecError
-from ..runtime import plugin_errors
 from .checks import check_job, job_warnings
 from .document import describe, load_document
+from .pluginparams import plugin_errors
 from .protocol import PATTERN_HELP, Deployment, JobProtocol, Prerequisite
 from .shortform import ShortForm, expand, is_short_form, short_path
 from .v1 import convert as convert_v1

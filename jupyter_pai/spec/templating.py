@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,12 @@ SCOPES = ("parameters", "secrets", "script", "data", "output")
 #: Scopes that name a prerequisite of the task role (its ``script`` / ``data`` / ``output``).
 PREREQUISITE_SCOPES = ("script", "data", "output")
 _INDEX = re.compile(r"\[(\d+)\]")
+
+
+def kept_secret(m: re.Match[str], secrets: Collection[str]) -> bool:
+    """Whether the :data:`MARKER` match ``m`` is ``<% $secrets.KEY %>`` with KEY in
+    ``secrets``: a secret the backend fills in, so the marker stays as written."""
+    return m["scope"] == "secrets" and m["key"] is not None and m["key"] in secrets
 
 
 class _Missing:

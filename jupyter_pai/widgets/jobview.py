@@ -2,9 +2,10 @@
 updated until the job ends) where the front end renders widgets, plain HTML elsewhere
 (nbconvert, GitHub, a front end without the widget manager).
 
-A :class:`~jupyter_pai.notebook.client.Job` left as a cell's result displays this way once
-:func:`register` has run (``import jupyter_pai.widgets`` runs it): IPython's display
-formatters look the class up by name, so the client's module needs no display code.
+A :class:`~jupyter_pai.notebook.job.Job` left as a cell's result displays this way once
+:func:`register` has run (``import jupyter_pai.widgets`` and ``%load_ext jupyter_pai`` run
+it): IPython's display formatters look the class up by name, so the job's module needs no
+display code.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from ..backends.models import JobDetail, JobState, JobSummary
-from .live import DEFAULT_INTERVAL, Ticker
+from .live import DEFAULT_INTERVAL, LiveBox, Ticker, error_html
 
 if TYPE_CHECKING:
-    from ..notebook.client import Job
+    from ..notebook.job import Job
 
-JOB_MODULE = "jupyter_pai.notebook.client"
+JOB_MODULE = "jupyter_pai.notebook.job"
 LOG_TAIL_LINES = 20
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -92,7 +93,7 @@ def plain_text(detail: JobDetail) -> str:
     return f"<Job {detail.id} {detail.state.value}{why}>"
 
 
-class JobView(w.VBox):
+class JobView(LiveBox):
     """One job, kept current until it ends: header, tasks and the first task's log tail
     (a dropdown picks another task)."""
 
@@ -107,7 +108,6 @@ class JobView(w.VBox):
         self.add_class("jp-pai-jobview")
         self.render(job.detail)
         self.task_picker.observe(lambda _: self.update_log(), names="value")
-        self.ticker: Ticker | None = None
         if live and not job.detail.state.terminal:
             self.ticker = Ticker(self.update, interval, on_error=self._show_error).start()
         else:
@@ -142,13 +142,7 @@ class JobView(w.VBox):
         self.log_view.value = f'<pre class="jp-pai-log">{html.escape(text)}</pre>'
 
     def _show_error(self, exc: Exception) -> None:
-        self.error.value = f'<span style="color:#c62828">{html.escape(str(exc))}</span>'
-
-    def close(self) -> None:
-        ticker: Ticker | None = getattr(self, "ticker", None)  # None if __init__ failed early
-        if ticker is not None:
-            ticker.stop()
-        super().close()
+        self.error.value = error_html(exc)
 
 
 def job_mimebundle(job: Job, include: Any = None, exclude: Any = None) -> dict[str, Any]:

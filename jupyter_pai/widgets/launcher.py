@@ -12,10 +12,11 @@ import ipywidgets as w
 
 from ..backends.models import Image, VirtualCluster
 from ..errors import FieldError, PAIError, SpecError
-from .live import DEFAULT_INTERVAL, Ticker
+from .live import DEFAULT_INTERVAL, LiveBox, Ticker
 
 if TYPE_CHECKING:
-    from ..notebook.client import Client, Job
+    from ..notebook.client import Client
+    from ..notebook.job import Job
 
 VC_REFRESH_SECONDS = 5 * DEFAULT_INTERVAL
 
@@ -29,7 +30,7 @@ def image_label(image: Image) -> str:
     return f"{image.name} ({image.uri})" if image.name != image.uri else image.uri
 
 
-class Launcher(w.VBox):
+class Launcher(LiveBox):
     """The form; :meth:`submit` (the button) submits and keeps the job in :attr:`job`."""
 
     def __init__(
@@ -77,7 +78,6 @@ class Launcher(w.VBox):
         self.button.on_click(lambda _: self.submit())
         self.refresh_vcs()
         self._load_images()
-        self.ticker: Ticker | None = None
         if live:
             self.ticker = Ticker(self.refresh_vcs, interval, on_error=self._show_error).start()
 
@@ -169,9 +169,3 @@ class Launcher(w.VBox):
         self.status.value = (
             f'<span class="jp-pai-error" style="color:#c62828">{html.escape(text)}</span>'
         )
-
-    def close(self) -> None:
-        ticker: Ticker | None = getattr(self, "ticker", None)  # None if __init__ failed early
-        if ticker is not None:
-            ticker.stop()
-        super().close()

@@ -5,8 +5,11 @@ messages from any thread."""
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Callable
+
+import ipywidgets as w
 
 #: Seconds between two reads of a live widget; short enough to watch a job start.
 DEFAULT_INTERVAL = 1.0
@@ -54,3 +57,19 @@ class Ticker:
                 if self.on_error is not None:
                     self.on_error(exc)
             self._stopped.wait(self.interval)
+
+
+class LiveBox(w.VBox):
+    """A box a :class:`Ticker` keeps current; closing the box stops its ticker."""
+
+    #: None until a subclass starts one (or if its ``__init__`` failed before).
+    ticker: Ticker | None = None
+
+    def close(self) -> None:
+        if self.ticker is not None:
+            self.ticker.stop()
+        super().close()
+
+
+def error_html(exc: Exception) -> str:
+    return f'<span style="color:#c62828">{html.escape(str(exc))}</span>'

@@ -13,7 +13,7 @@ import ipywidgets as w
 from ..backends.models import JobSummary
 from ..errors import PAIError
 from .jobview import LOG_TAIL_LINES, duration, reason, state_badge
-from .live import DEFAULT_INTERVAL, Ticker
+from .live import DEFAULT_INTERVAL, LiveBox, Ticker, error_html
 
 if TYPE_CHECKING:
     from ..notebook.client import Client
@@ -50,7 +50,7 @@ class JobRow:
         self.stop.disabled = job.state.terminal
 
 
-class Monitor(w.VBox):
+class Monitor(LiveBox):
     """The table (newest first, at most ``limit`` jobs) and the selected job's log."""
 
     def __init__(
@@ -77,7 +77,6 @@ class Monitor(w.VBox):
         super().__init__([self.table, self.status, self.log_title, self.log_view])
         self.add_class("jp-pai-monitor")
         self.refresh()
-        self.ticker: Ticker | None = None
         if live:
             self.ticker = Ticker(self.refresh, interval, on_error=self._show_error).start()
 
@@ -136,10 +135,4 @@ class Monitor(w.VBox):
         self.log_view.value = f'<pre class="jp-pai-log">{html.escape(text)}</pre>'
 
     def _show_error(self, exc: Exception) -> None:
-        self.status.value = f'<span style="color:#c62828">{html.escape(str(exc))}</span>'
-
-    def close(self) -> None:
-        ticker: Ticker | None = getattr(self, "ticker", None)  # None if __init__ failed early
-        if ticker is not None:
-            ticker.stop()
-        super().close()
+        self.status.value = error_html(exc)

@@ -10,10 +10,10 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 import * as React from 'react';
 
-import { jobDuration } from './format';
+import { jobDuration } from './displayformat';
 import { stopJob } from './jobslist';
-import type { AbnormalJob, JobSummary } from './models';
-import { describeError, PAIModel } from './model';
+import type { AbnormalJob, JobSummary } from './restmodels';
+import { describeError, PAIModel } from './panelstate';
 
 /** The words of a notification about one of the user's jobs. */
 export function abnormalMessage(a: AbnormalJob): string {

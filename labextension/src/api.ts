@@ -1,20 +1,25 @@
 /**
- * The typed client of the REST API under `<base>/pai/api/` (design §4).
- *
- * Every request goes through one function, `requestRaw`, over
- * `ServerConnection.makeRequest`, so authentication, the XSRF header and the
- * error mapping live in one place and tests mock one module.
+ * The typed client of the REST API under `<base>/pai/api/` (see "REST API" in
+ * `docs/design.md`): one method per endpoint, every request through
+ * `requestRaw` (`apirequest.ts`), so tests fake one `fetch`.
  */
 
-import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import {
+  apiUrl,
+  encodePath,
+  headerNumber,
+  queryString,
+  readPrefix,
+  readStream,
+  requestAPI,
+  requestRaw
+} from './apirequest';
 import type {
   AbnormalJob,
   AbnormalJobList,
   ConvertResult,
-  ErrorBody,
-  FieldError,
   Image,
   ImageList,
   Info,
@@ -37,10 +42,7 @@ import type {
   SubmitResult,
   VirtualCluster,
   VirtualClusterList
-} from './models';
-
-/** The server extension's URL prefix, below the server's base URL. */
-export const API_NAMESPACE = 'pai/api';
+} from './restmodels';
 
 /** The largest page `GET jobs` gives (`limit`); a longer read follows `continue`. */
 export const MAX_PAGE = 1000;
@@ -52,215 +54,14 @@ export interface JobsRead {
   total: number;
 }
 
-/**
- * An error answered by the REST API (or the failure to reach it).
- *
- * `message` is the server's sentence; `errors` point at fields of the input,
- * for forms to show next to the offending field. `status` is 0 when the
- * Jupyter server itself could not be reached.
- */
-export class PAIRequestError extends Error implements ErrorBody {
-  readonly status: number;
-  readonly errors: FieldError[];
-  readonly response: Response | null;
-
-  constructor(
-    message: string,
-    status: number,
-    errors: FieldError[] = [],
-    response: Response | null = null
-  ) {
-    super(message);
-    this.name = 'PAIRequestError';
-    this.status = status;
-    this.errors = errors;
-    this.response = response;
-    // Keep `instanceof` working when compiled to ES5-style classes.
-    Object.setPrototypeOf(this, PAIRequestError.prototype);
-  }
-
-  /** Neither the Jupyter server nor the cluster behind it answered. */
-  get unreachable(): boolean {
-    return this.status === 0 || this.status === 503;
-  }
-
-  /** A one-line description for a panel: "cluster unreachable: …". */
-  describe(): string {
-    if (this.status === 0) {
-      return `Jupyter server unreachable: ${this.message}`;
-    }
-    if (this.status === 503) {
-      return `cluster unreachable: ${this.message}`;
-    }
-    return this.message;
-  }
-
-  /** Build the error from a non-2xx response, reading its JSON body if any. */
-  static async fromResponse(
-    response: Response,
-    what: string
-  ): Promise<PAIRequestError> {
-    let text = '';
-    try {
-      text = await response.text();
-    } catch {
-      // The body may be gone already; the status still says enough.
-    }
-    const body = parseErrorBody(text);
-    const fallback =
-      `${what} failed: ${response.status} ${response.statusText}`.trim();
-    return new PAIRequestError(
-      body?.message || fallback,
-      response.status,
-      body?.errors ?? [],
-      response
-    );
-  }
-}
-
-function parseErrorBody(text: string): Partial<ErrorBody> | null {
-  if (!text) {
-    return null;
-  }
-  try {
-    const data = JSON.parse(text);
-    if (data && typeof data === 'object') {
-      const errors = Array.isArray(data.errors)
-        ? data.errors
-            .filter((e: any) => e && typeof e === 'object')
-            .map((e: any) => ({
-              path: String(e.path ?? ''),
-              message: String(e.message ?? '')
-            }))
-        : [];
-      // Tornado's own errors say `reason`; ours say `message`.
-      const message = data.message ?? data.reason ?? undefined;
-      return { message: message ? String(message) : undefined, errors };
-    }
-  } catch {
-    // Not JSON (an HTML error page, a proxy's text): use the status line.
-  }
-  return null;
-}
-
-/** The URL of an endpoint below `pai/api`, for links and downloads. */
-export function apiUrl(
-  endPoint: string,
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): string {
-  return URLExt.join(settings.baseUrl, API_NAMESPACE, endPoint);
-}
-
-/**
- * Send a request to the REST API and return the response when it is 2xx.
- *
- * @throws PAIRequestError for a non-2xx answer or an unreachable server.
- */
-export async function requestRaw(
-  endPoint: string,
-  init: RequestInit = {},
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): Promise<Response> {
-  const url = apiUrl(endPoint, settings);
-  const what = `${init.method ?? 'GET'} ${API_NAMESPACE}/${endPoint.split('?')[0]}`;
-  let response: Response;
-  try {
-    response = await ServerConnection.makeRequest(url, init, settings);
-  } catch (error: any) {
-    if (init.signal?.aborted || error?.name === 'AbortError') {
-      throw abortError();
-    }
-    throw new PAIRequestError(
-      `${what}: ${error?.message ?? String(error)}`,
-      0,
-      [],
-      null
-    );
-  }
-  // 304 answers a conditional request (`If-None-Match`): the caller's copy holds.
-  if (!response.ok && response.status !== 304) {
-    throw await PAIRequestError.fromResponse(response, what);
-  }
-  return response;
-}
-
-/**
- * Call the REST API and return its JSON body as `T` (`undefined` when empty).
- *
- * @throws PAIRequestError for a non-2xx answer or an unreachable server.
- */
-export async function requestAPI<T>(
-  endPoint: string,
-  init: RequestInit = {},
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): Promise<T> {
-  const response = await requestRaw(endPoint, init, settings);
-  const text = await response.text();
-  if (!text) {
-    return undefined as T;
-  }
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw new PAIRequestError(
-      `${API_NAMESPACE}/${endPoint.split('?')[0]} answered with something other than JSON`,
-      response.status,
-      [],
-      response
-    );
-  }
-}
-
-/** The error a cancelled request rejects with (`name === 'AbortError'`). */
-export function abortError(): Error {
-  const error = new Error('the request was cancelled');
-  error.name = 'AbortError';
-  return error;
-}
-
-/** Whether an error only says that a request was cancelled. */
-export function isAbortError(error: unknown): boolean {
-  return (error as any)?.name === 'AbortError';
-}
-
-/** A query string from defined values; arrays repeat the key (`state=A&state=B`). */
-export function queryString(
-  params: Record<
-    string,
-    string | number | boolean | string[] | null | undefined
-  >
-): string {
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value === undefined || value === null || value === '') {
-      continue;
-    }
-    if (Array.isArray(value)) {
-      value.forEach(v => search.append(key, v));
-    } else {
-      search.append(key, String(value));
-    }
-  }
-  const text = search.toString();
-  return text ? `?${text}` : '';
-}
-
-/** Encode a slash-separated path segment by segment. */
-export function encodePath(path: string): string {
-  return path
-    .split('/')
-    .filter(part => part.length > 0)
-    .map(encodeURIComponent)
-    .join('/');
-}
-
-function headerNumber(response: Response, name: string): number | null {
-  const value = response.headers.get(name);
-  if (value === null || value === '') {
-    return null;
-  }
-  const n = Number(value);
-  return Number.isFinite(n) ? n : null;
+/** A POST of a job: its text as written (YAML, which JSON also is), or an object as JSON. */
+function postJob(spec: string | Record<string, any>): RequestInit {
+  const isText = typeof spec === 'string';
+  return {
+    method: 'POST',
+    body: isText ? spec : JSON.stringify(spec),
+    headers: { 'Content-Type': isText ? 'text/yaml' : 'application/json' }
+  };
 }
 
 /** What GET storage/{name}/{path} answered: a listing or a file's text. */
@@ -385,14 +186,7 @@ export class PAIClient {
    * was not taken as written (201).
    */
   submitJob(spec: string | Record<string, any>): Promise<SubmitResult> {
-    const isText = typeof spec === 'string';
-    return this.request<SubmitResult>('jobs', {
-      method: 'POST',
-      body: isText ? spec : JSON.stringify(spec),
-      headers: {
-        'Content-Type': isText ? 'text/yaml' : 'application/json'
-      }
-    });
+    return this.request<SubmitResult>('jobs', postJob(spec));
   }
 
   /**
@@ -417,14 +211,7 @@ export class PAIClient {
    *   (`taskRoles.0.gpuType` for a v1 job).
    */
   convertJob(spec: string | Record<string, any>): Promise<ConvertResult> {
-    const isText = typeof spec === 'string';
-    return this.request<ConvertResult>('convert', {
-      method: 'POST',
-      body: isText ? spec : JSON.stringify(spec),
-      headers: {
-        'Content-Type': isText ? 'text/yaml' : 'application/json'
-      }
-    });
+    return this.request<ConvertResult>('convert', postJob(spec));
   }
 
   job(id: string): Promise<JobDetail> {
@@ -575,85 +362,4 @@ export class PAIClient {
     }
     return { kind: 'file', text, contentType, truncated };
   }
-}
-
-/** Decode a streamed body piece by piece. */
-export async function readStream(
-  response: Response,
-  onText: (text: string) => void,
-  signal?: AbortSignal
-): Promise<void> {
-  const body = response.body;
-  if (!body || typeof body.getReader !== 'function') {
-    onText(await response.text());
-    return;
-  }
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  const onAbort = () => {
-    void reader.cancel().catch(() => undefined);
-  };
-  signal?.addEventListener('abort', onAbort);
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) {
-        break;
-      }
-      const text = decoder.decode(value, { stream: true });
-      if (text) {
-        onText(text);
-      }
-    }
-    const rest = decoder.decode();
-    if (rest) {
-      onText(rest);
-    }
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-    reader.releaseLock?.();
-  }
-}
-
-/** Read at most `maxBytes` of a body, then cancel the rest. */
-export async function readPrefix(
-  response: Response,
-  maxBytes: number
-): Promise<{ text: string; truncated: boolean }> {
-  const body = response.body;
-  if (!body || typeof body.getReader !== 'function') {
-    const text = await response.text();
-    return text.length > maxBytes
-      ? { text: text.slice(0, maxBytes), truncated: true }
-      : { text, truncated: false };
-  }
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  let truncated = false;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) {
-      break;
-    }
-    chunks.push(value);
-    total += value.byteLength;
-    if (total >= maxBytes) {
-      truncated = true;
-      void reader.cancel().catch(() => undefined);
-      break;
-    }
-  }
-  const all = new Uint8Array(Math.min(total, maxBytes));
-  let at = 0;
-  for (const chunk of chunks) {
-    const take = Math.min(chunk.byteLength, all.byteLength - at);
-    all.set(chunk.subarray(0, take), at);
-    at += take;
-    if (at >= all.byteLength) {
-      break;
-    }
-  }
-  // Whether more followed is known only if we stopped early.
-  return { text: new TextDecoder().decode(all), truncated };
 }

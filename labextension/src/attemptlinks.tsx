@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import type { TaskStatus } from './models';
+import type { TaskStatus } from './restmodels';
 
 export interface IAttemptLinksProps {
   task: TaskStatus;

@@ -7,7 +7,7 @@ import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import * as React from 'react';
 
 import { displayPath, type Notice } from './jobfile';
-import type { FieldError } from './models';
+import type { FieldError } from './restmodels';
 
 export function FieldErrorList(props: { errors: FieldError[] }): JSX.Element {
   return (

@@ -8,8 +8,8 @@
 import * as React from 'react';
 
 import { HardwareBar as Bar } from './hardwarebar';
-import type { NodeResources } from './models';
-import { describeError, PAIModel } from './model';
+import type { NodeResources } from './restmodels';
+import { describeError, PAIModel } from './panelstate';
 import { NodeUtilisation } from './nodeutilisation';
 
 const REFRESH_MS = 10 * 1000;

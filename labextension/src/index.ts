@@ -1,3 +1,5 @@
+/** The plugin: the panel, job tabs, commands, status bar and notifications, wired together. */
+
 import {
   ILayoutRestorer,
   JupyterFrontEnd,
@@ -9,37 +11,26 @@ import {
   Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
-import { PathExt } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { AbnormalJobsWatcher } from './abnormaljobs';
 import { PAIClient } from './api';
+import { addCommands, addToPalette } from './commands';
 import { JobDetailPanel, jobWidgetId } from './jobdetail';
-import { emitNotice } from './fielderrorlist';
-import {
-  importErrorNotice,
-  importJobFile,
-  importNotice,
-  JOB_FILE,
-  JobFileError
-} from './jobfile';
-import { cloneJob, stopJob } from './jobslist';
-import { runNotebook } from './notebookjob';
-import type { JobSummary } from './models';
+import { KernelQueueNotifier } from './kernelqueue';
+import { PAIPanel } from './panel';
 import {
   DEFAULT_SETTINGS,
-  describeError,
   IPAISettings,
   PAIModel,
   type PanelSection
-} from './model';
-import { KernelQueueNotifier } from './kernelqueue';
-import { PAIPanel } from './panel';
-import { createPortTab, portWidgetId, type ITaskPort } from './taskports';
+} from './panelstate';
+import type { JobSummary } from './restmodels';
 import { PAIStatusItem } from './statusbar';
-import { CommandIDs, PLUGIN_ID } from './tokens';
+import { createPortTab, portWidgetId, type ITaskPort } from './taskports';
+import { PLUGIN_ID, CommandIDs } from './tokens';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
@@ -117,188 +108,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
       model.section = section;
       app.shell.activateById(panel.id);
     };
-    /** The job a command is about: its `id` argument, or the current job tab's. */
-    const jobFor = (args: any): JobSummary | null => {
-      const id: string | undefined =
-        (args?.id as string) ?? tracker.currentWidget?.content.model.jobId;
-      if (!id) {
-        return null;
-      }
-      return (
-        model.jobs.find(j => j.id === id) ??
-        tracker.find(w => w.content.model.jobId === id)?.content.model.job ??
-        null
-      );
-    };
-
-    const { commands } = app;
-    commands.addCommand(CommandIDs.openPanel, {
-      label: 'PAI: Show Side Panel',
-      caption: 'Show the PAI side panel',
-      execute: () => app.shell.activateById(panel.id)
+    addCommands(app, {
+      model,
+      tracker,
+      fileBrowser,
+      panelId: panel.id,
+      openJob,
+      show
     });
-    commands.addCommand(CommandIDs.newJob, {
-      label: 'PAI: New Job',
-      caption: 'Open the launch form for a new GPU job',
-      execute: () => {
-        model.requestForm(null);
-        show('launch');
-      }
-    });
-    commands.addCommand(CommandIDs.showJobs, {
-      label: 'PAI: Show Jobs',
-      execute: () => show('jobs')
-    });
-    commands.addCommand(CommandIDs.showStorage, {
-      label: 'PAI: Browse Storage',
-      execute: () => show('storage')
-    });
-    commands.addCommand(CommandIDs.showCluster, {
-      label: 'PAI: Show Cluster Usage',
-      execute: () => show('cluster')
-    });
-    commands.addCommand(CommandIDs.refresh, {
-      label: 'PAI: Refresh',
-      execute: () => model.refreshInfo()
-    });
-    commands.addCommand(CommandIDs.openJob, {
-      label: args => (args.id ? `PAI: Open Job ${args.id}` : 'PAI: Open Job'),
-      execute: args => {
-        const id = args.id as string | undefined;
-        if (id) {
-          openJob(id, args.name as string | undefined);
-        } else {
-          show('jobs');
-        }
-      }
-    });
-    commands.addCommand(CommandIDs.stopJob, {
-      label: 'PAI: Stop Job',
-      isEnabled: () => !!jobFor({}),
-      execute: async args => {
-        const job = jobFor(args);
-        if (job) {
-          await stopJob(model, job);
-        }
-      }
-    });
-    commands.addCommand(CommandIDs.cloneJob, {
-      label: 'PAI: Clone Job into the Launch Form',
-      isEnabled: () => !!jobFor({}),
-      execute: async args => {
-        const job = jobFor(args);
-        if (job) {
-          await cloneJob(model, job);
-          show('launch');
-        }
-      }
-    });
-    /** The job file a command is about: its `path` argument, or the browser's selection. */
-    const selectedJobFile = (args: any): string | null => {
-      const path =
-        (args?.path as string | undefined) ??
-        fileBrowser?.selectedItems().next().value?.path;
-      return path && JOB_FILE.test(path) ? path : null;
-    };
-    commands.addCommand(CommandIDs.openJobFile, {
-      label: 'Open in PAI Launch Form',
-      caption: 'Load this OpenPAI job file into the PAI launch form',
-      isVisible: args => !!selectedJobFile(args),
-      execute: async args => {
-        const path = selectedJobFile(args);
-        if (!path) {
-          return;
-        }
-        try {
-          const file = await app.serviceManager.contents.get(path, {
-            content: true,
-            format: 'text'
-          });
-          const imported = await importJobFile(
-            path,
-            file.content as string,
-            text => model.client.convertJob(text)
-          );
-          model.requestForm(imported.form);
-          show('launch');
-          const notice = importNotice(path, imported);
-          if (imported.format !== 'v2' || notice.type === 'warning') {
-            emitNotice(notice);
-          }
-        } catch (error) {
-          if (error instanceof JobFileError) {
-            // It names the file and each field it is about.
-            emitNotice(importErrorNotice(error));
-          } else {
-            Notification.error(
-              `Could not open ${path}: ${describeError(error)}`,
-              { autoClose: false }
-            );
-          }
-        }
-      }
-    });
-    app.contextMenu.addItem({
-      command: CommandIDs.openJobFile,
-      selector: '.jp-DirListing-item[data-isdir="false"]',
-      rank: 3
-    });
-
-    const selectedNotebook = (args: any): string | null => {
-      // The item right-clicked, whether or not the selection has caught up with it yet.
-      const hit = app.contextMenuHitTest(node =>
-        node.classList.contains('jp-DirListing-item')
-      );
-      const name = hit
-        ?.querySelector('.jp-DirListing-itemText')
-        ?.textContent?.trim();
-      const clicked =
-        name && fileBrowser
-          ? PathExt.join(fileBrowser.model.path, name)
-          : undefined;
-      const path: string | undefined =
-        (args?.path as string | undefined) ??
-        clicked ??
-        fileBrowser?.selectedItems().next().value?.path;
-      return path && path.endsWith('.ipynb') ? path : null;
-    };
-    commands.addCommand(CommandIDs.runNotebook, {
-      label: 'Run as PAI Job',
-      caption:
-        'Run this notebook as a job; the executed notebook opens when it ends',
-      isVisible: args => !!selectedNotebook(args),
-      execute: args => {
-        const path = selectedNotebook(args);
-        if (path) {
-          return runNotebook(
-            model,
-            path,
-            output =>
-              void commands.execute('docmanager:open', { path: output }),
-            openJob
-          );
-        }
-      }
-    });
-    app.contextMenu.addItem({
-      command: CommandIDs.runNotebook,
-      selector: '.jp-DirListing-item[data-isdir="false"]',
-      rank: 3
-    });
-
     if (palette) {
-      for (const command of [
-        CommandIDs.openPanel,
-        CommandIDs.newJob,
-        CommandIDs.showJobs,
-        CommandIDs.showStorage,
-        CommandIDs.showCluster,
-        CommandIDs.refresh,
-        CommandIDs.stopJob,
-        CommandIDs.cloneJob
-      ]) {
-        palette.addItem({ command, category: 'PAI' });
-      }
+      addToPalette(palette);
     }
 
     if (statusBar) {

@@ -5,10 +5,10 @@
  * convert`), the one conversion both the panel and `POST jobs` use.
  */
 
-import { PAIRequestError } from './api';
-import { isOpenPAIv1 } from './jobformat';
-import type { ConvertResult, FieldError, JobFormat } from './models';
-import { specToForm, yamlToSpec, type JobForm } from './spec';
+import { PAIRequestError } from './apirequest';
+import { isOpenPAIv1 } from './detectjobformat';
+import type { ConvertResult, FieldError, JobFormat } from './restmodels';
+import { specToForm, yamlToSpec, type JobForm } from './jobform';
 
 /** File names the launch form can open: OpenPAI job files are YAML or JSON. */
 export const JOB_FILE = /\.(ya?ml|json)$/i;

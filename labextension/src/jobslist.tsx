@@ -7,17 +7,18 @@ import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { copyIcon, stopIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { formatTime, jobDuration, stateClass } from './format';
+import { DataTable, type IColumn } from './datatable';
+import { formatTime, jobDuration, stateClass } from './displayformat';
 import {
   JOB_STATES,
   isTerminal,
   matchesFilter,
   type JobState,
   type JobSummary
-} from './models';
-import { describeError, PAIModel } from './model';
+} from './restmodels';
+import { describeError, PAIModel } from './panelstate';
 import { ShowMoreJobs } from './showmorejobs';
-import { specToForm } from './spec';
+import { specToForm } from './jobform';
 
 export interface IJobsListProps {
   model: PAIModel;
@@ -80,6 +81,18 @@ export function nextName(name: string, jobs: { name: string }[]): string {
 
 type StateFilter = 'all' | 'active' | JobState;
 
+const COLUMNS: IColumn[] = [
+  { label: 'Name' },
+  { label: 'State' },
+  { label: 'VC' },
+  { label: 'GPUs', numeric: true },
+  { label: 'Tasks', numeric: true },
+  { label: 'Submitted' },
+  { label: 'Duration' },
+  { label: 'Retries', numeric: true },
+  { label: <span className="jp-PAI-sr-only">Actions</span> }
+];
+
 export function JobsList(props: IJobsListProps): JSX.Element {
   const { model } = props;
   const [state, setState] = React.useState<StateFilter>('all');
@@ -138,106 +151,81 @@ export function JobsList(props: IJobsListProps): JSX.Element {
     body = <div className="jp-PAI-empty">No job matches these filters.</div>;
   } else {
     body = (
-      <div className="jp-PAI-table-wrap">
-        <table className="jp-PAI-table jp-PAI-jobs-table">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">VC</th>
-              <th scope="col" className="jp-PAI-num">
-                GPUs
-              </th>
-              <th scope="col" className="jp-PAI-num">
-                Tasks
-              </th>
-              <th scope="col">Submitted</th>
-              <th scope="col">Duration</th>
-              <th scope="col" className="jp-PAI-num">
-                Retries
-              </th>
-              <th scope="col">
-                <span className="jp-PAI-sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {jobs.map(job => (
-              <tr
-                key={job.id}
-                className="jp-PAI-job-row"
-                data-job-id={job.id}
-                title={job.waitingReason ?? undefined}
+      <DataTable className="jp-PAI-jobs-table" columns={COLUMNS}>
+        {jobs.map(job => (
+          <tr
+            key={job.id}
+            className="jp-PAI-job-row"
+            data-job-id={job.id}
+            title={job.waitingReason ?? undefined}
+          >
+            <td className="jp-PAI-col-name">
+              <button
+                type="button"
+                className="jp-PAI-link-button jp-PAI-job-name"
+                onClick={() => props.onOpen(job)}
+                title={`Open ${job.name}${user && job.user !== user ? ` (${job.user})` : ''}`}
               >
-                <td className="jp-PAI-col-name">
-                  <button
-                    type="button"
-                    className="jp-PAI-link-button jp-PAI-job-name"
-                    onClick={() => props.onOpen(job)}
-                    title={`Open ${job.name}${user && job.user !== user ? ` (${job.user})` : ''}`}
-                  >
-                    {job.name}
-                  </button>
-                  {job.user !== user && (
-                    <span className="jp-PAI-muted"> · {job.user}</span>
-                  )}
-                </td>
-                <td className="jp-PAI-col-state">
-                  <span className={stateClass(job.state)}>{job.state}</span>
-                  {job.kind === 'kernel' && (
-                    <span
-                      className="jp-PAI-badge jp-PAI-kernel-badge"
-                      title="A remote kernel's job: stopping it ends the kernel"
-                    >
-                      kernel
-                    </span>
-                  )}
-                </td>
-                <td className="jp-PAI-col-meta" data-label="VC">
-                  {job.virtualCluster}
-                </td>
-                <td className="jp-PAI-num jp-PAI-col-meta" data-label="GPUs">
-                  {job.totalGpuNumber}
-                </td>
-                <td className="jp-PAI-num jp-PAI-col-meta" data-label="tasks">
-                  {job.totalTaskNumber}
-                </td>
-                <td className="jp-PAI-col-meta" data-label="submitted">
-                  {formatTime(job.submissionTime)}
-                </td>
-                <td className="jp-PAI-col-meta" data-label="for">
-                  {jobDuration(job)}
-                </td>
-                <td className="jp-PAI-num jp-PAI-col-meta" data-label="retries">
-                  {job.retries}
-                </td>
-                <td className="jp-PAI-actions">
-                  {!isTerminal(job.state) && job.state !== 'STOPPING' && (
-                    <button
-                      type="button"
-                      className="jp-mod-styled jp-PAI-icon-button"
-                      title={`Stop ${job.name}`}
-                      aria-label={`Stop ${job.name}`}
-                      onClick={() => void stopJob(model, job)}
-                    >
-                      <stopIcon.react tag="span" className="jp-PAI-icon" />
-                    </button>
-                  )}
-                  <button
-                    type="button"
-                    className="jp-mod-styled jp-PAI-icon-button"
-                    title={`Clone ${job.name} into the launch form`}
-                    aria-label={`Clone ${job.name}`}
-                    onClick={() => void cloneJob(model, job)}
-                  >
-                    <copyIcon.react tag="span" className="jp-PAI-icon" />
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+                {job.name}
+              </button>
+              {job.user !== user && (
+                <span className="jp-PAI-muted"> · {job.user}</span>
+              )}
+            </td>
+            <td className="jp-PAI-col-state">
+              <span className={stateClass(job.state)}>{job.state}</span>
+              {job.kind === 'kernel' && (
+                <span
+                  className="jp-PAI-badge jp-PAI-kernel-badge"
+                  title="A remote kernel's job: stopping it ends the kernel"
+                >
+                  kernel
+                </span>
+              )}
+            </td>
+            <td className="jp-PAI-col-meta" data-label="VC">
+              {job.virtualCluster}
+            </td>
+            <td className="jp-PAI-num jp-PAI-col-meta" data-label="GPUs">
+              {job.totalGpuNumber}
+            </td>
+            <td className="jp-PAI-num jp-PAI-col-meta" data-label="tasks">
+              {job.totalTaskNumber}
+            </td>
+            <td className="jp-PAI-col-meta" data-label="submitted">
+              {formatTime(job.submissionTime)}
+            </td>
+            <td className="jp-PAI-col-meta" data-label="for">
+              {jobDuration(job)}
+            </td>
+            <td className="jp-PAI-num jp-PAI-col-meta" data-label="retries">
+              {job.retries}
+            </td>
+            <td className="jp-PAI-actions">
+              {!isTerminal(job.state) && job.state !== 'STOPPING' && (
+                <button
+                  type="button"
+                  className="jp-mod-styled jp-PAI-icon-button"
+                  title={`Stop ${job.name}`}
+                  aria-label={`Stop ${job.name}`}
+                  onClick={() => void stopJob(model, job)}
+                >
+                  <stopIcon.react tag="span" className="jp-PAI-icon" />
+                </button>
+              )}
+              <button
+                type="button"
+                className="jp-mod-styled jp-PAI-icon-button"
+                title={`Clone ${job.name} into the launch form`}
+                aria-label={`Clone ${job.name}`}
+                onClick={() => void cloneJob(model, job)}
+              >
+                <copyIcon.react tag="span" className="jp-PAI-icon" />
+              </button>
+            </td>
+          </tr>
+        ))}
+      </DataTable>
     );
   }
 

@@ -4,7 +4,7 @@
  * closes, the owner is told (to poll meanwhile) and it reconnects with
  * backoff.
  */
-import type { JobChange } from './models';
+import type { JobChange } from './restmodels';
 
 /** What the stream needs of a browser `EventSource` (a fake in tests). */
 export interface IEventSourceLike {

@@ -9,7 +9,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { Poll } from '@lumino/polling';
 
 import type { PAIClient } from './api';
-import type { JobSummary, VirtualCluster } from './models';
+import type { JobSummary, VirtualCluster } from './restmodels';
 
 /** How backends say "the VC is full"; anything else is worth adding. */
 const FULL_QUEUE = ['waiting for', 'queued behind', 'queue ', 'submitted'];

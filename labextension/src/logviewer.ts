@@ -1,23 +1,23 @@
 /**
  * A task's log, virtualised: only the rows on screen are in the DOM, and only
- * a window of the log (read by byte ranges, never whole) is in memory, so a
- * 200 MB log scrolls as smoothly as a small one. The window grows as the
- * user scrolls up or down, and follows new output while the task runs.
+ * a window of the log (`LogWindow`: read by byte ranges, never whole) is in
+ * memory, so a 200 MB log scrolls as smoothly as a small one. The window grows
+ * as the user scrolls up or down, and follows new output while the task runs.
  */
 
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { PAIClient, PAIRequestError, isAbortError } from './api';
-import { formatBytes } from './format';
-import { describeError } from './model';
+import type { PAIClient } from './api';
+import { PAIRequestError, isAbortError } from './apirequest';
+import { createLogRow } from './logrows';
+import { createLogToolbar } from './logtoolbar';
+import { LogWindow, type ILogBytes } from './logwindow';
+import { describeError } from './panelstate';
 
 /** Row height in px; the CSS gives `.jp-PAI-log-line` the same. */
 export const LINE_HEIGHT = 18;
-/** Lines kept in memory at most; older (or newer) ones are dropped and re-read on demand. */
-export const MAX_LINES = 250_000;
 const OVERSCAN = 20;
-const NEWLINE = 0x0a;
 
 export interface ILogViewerOptions {
   client: PAIClient;
@@ -35,30 +35,28 @@ export interface ILogViewerOptions {
   followInterval?: number;
 }
 
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
-
-function byteLength(line: string): number {
-  return encoder.encode(line).length + 1;
-}
-
-/** Bytes → complete lines (the bytes end at a line end). */
-function toLines(bytes: Uint8Array): string[] {
-  if (!bytes.length) {
-    return [];
-  }
-  const lines = decoder.decode(bytes).split('\n');
-  if (lines[lines.length - 1] === '') {
-    lines.pop();
-  }
-  return lines.map(l => (l.endsWith('\r') ? l.slice(0, -1) : l));
-}
-
 export class LogViewer extends Widget {
   constructor(options: ILogViewerOptions) {
     super();
     this._options = options;
-    this._chunk = options.chunkBytes ?? 512 * 1024;
+    this._log = new LogWindow({
+      read: (offset, limit) => this._read(offset, limit),
+      chunkBytes: options.chunkBytes ?? 512 * 1024,
+      onDropStart: count => {
+        this._match = this._match >= count ? this._match - count : -1;
+        this._scroller.scrollTop = Math.max(
+          0,
+          this._scroller.scrollTop - count * LINE_HEIGHT
+        );
+      },
+      onDropEnd: () => {
+        this._following = false;
+        if (this._match >= this._log.lines.length) {
+          this._match = -1;
+        }
+      },
+      onReload: () => this._render()
+    });
     this.addClass('jp-PAI-log');
     this.node.tabIndex = -1;
     this._build();
@@ -97,12 +95,12 @@ export class LogViewer extends Widget {
 
   /** The lines in memory (for tests and search). */
   get lines(): readonly string[] {
-    return this._lines;
+    return this._log.lines;
   }
 
   /** Byte range of the log held in memory: [start, end). */
   get window(): { start: number; end: number; size: number } {
-    return { start: this._start, end: this._end, size: this._size };
+    return this._log.range;
   }
 
   /** Load the end of the log and start following it. */
@@ -114,7 +112,7 @@ export class LogViewer extends Widget {
   /** Show the end of the log, reading it again if it is not in memory. */
   async jumpToEnd(): Promise<void> {
     this._following = true;
-    if (!this._attached || !this._lines.length) {
+    if (!this._log.attached || !this._log.lines.length) {
       await this._loadTail();
     } else {
       await this._follow();
@@ -125,18 +123,8 @@ export class LogViewer extends Widget {
 
   async jumpToStart(): Promise<void> {
     this._following = false;
-    if (this._start > 0) {
-      await this._guard(async () => {
-        const { bytes, size } = await this._read(0, this._chunk);
-        this._setSize(size);
-        const cut = bytes.lastIndexOf(NEWLINE) + 1;
-        const complete = cut > 0 ? bytes.subarray(0, cut) : bytes;
-        this._lines = toLines(complete);
-        this._start = 0;
-        this._end = cut > 0 ? cut : bytes.length;
-        this._partial = '';
-        this._attached = this._end >= this._size;
-      });
+    if (this._log.hasEarlier) {
+      await this._guard(() => this._log.loadHead());
     }
     this._scroller.scrollTop = 0;
     this._render();
@@ -145,27 +133,13 @@ export class LogViewer extends Widget {
 
   /** Read the part before the window (scrolling up). */
   async loadEarlier(): Promise<number> {
-    if (this._start <= 0 || this._loading) {
+    if (!this._log.hasEarlier || this._loading) {
       return 0;
     }
     let added = 0;
     await this._guard(async () => {
-      const offset = Math.max(0, this._start - this._chunk);
-      const { bytes, size } = await this._read(offset, this._start - offset);
-      this._setSize(size);
-      let skip = 0;
-      if (offset > 0) {
-        const nl = bytes.indexOf(NEWLINE);
-        // A line longer than a chunk: keep its end as one line.
-        skip = nl >= 0 ? nl + 1 : 0;
-      }
-      const lines = toLines(bytes.subarray(skip));
-      added = lines.length;
-      this._lines = lines.concat(this._lines);
-      this._start = offset + skip;
-      if (this._lines.length > MAX_LINES) {
-        this._dropEnd(this._lines.length - MAX_LINES);
-      }
+      added = await this._log.prepend();
+      // The rows on screen stay where they were.
       this._scroller.scrollTop += added * LINE_HEIGHT;
     });
     this._render();
@@ -180,7 +154,7 @@ export class LogViewer extends Widget {
     }
     let added = 0;
     await this._guard(async () => {
-      added = await this._append();
+      added = await this._log.append();
     });
     this._render();
     this._updateStatus();
@@ -197,7 +171,8 @@ export class LogViewer extends Widget {
       return false;
     }
     const needle = query.toLowerCase();
-    const total = this._lines.length;
+    const lines = this._log.lines;
+    const total = lines.length;
     const from =
       this._match >= 0
         ? this._match + direction
@@ -206,7 +181,7 @@ export class LogViewer extends Widget {
           : this._firstVisible() + this._visibleCount();
     for (let k = 0; k < total; k++) {
       const i = (((from + direction * k) % total) + total) % total;
-      if (this._lines[i].toLowerCase().includes(needle)) {
+      if (lines[i].toLowerCase().includes(needle)) {
         this._match = i;
         this._following = false;
         this._scrollToLine(i);
@@ -223,10 +198,10 @@ export class LogViewer extends Widget {
   /** Read earlier parts until the query is found there (at most `maxChunks` reads). */
   async findEarlier(query: string, maxChunks = 16): Promise<boolean> {
     const needle = query.toLowerCase();
-    for (let n = 0; n < maxChunks && this._start > 0; n++) {
+    for (let n = 0; n < maxChunks && this._log.hasEarlier; n++) {
       const added = await this.loadEarlier();
       for (let i = added - 1; i >= 0; i--) {
-        if (this._lines[i].toLowerCase().includes(needle)) {
+        if (this._log.lines[i].toLowerCase().includes(needle)) {
           this._query = query;
           this._match = i;
           this._following = false;
@@ -264,10 +239,7 @@ export class LogViewer extends Widget {
 
   // -- reading ---------------------------------------------------------------
 
-  private _read(
-    offset: number,
-    limit: number
-  ): Promise<{ bytes: Uint8Array; size: number | null }> {
+  private _read(offset: number, limit: number): Promise<ILogBytes> {
     const { client, jobId, role, index, attempt } = this._options;
     return client.logBytes(
       jobId,
@@ -298,73 +270,10 @@ export class LogViewer extends Widget {
     }
   }
 
-  private _setSize(size: number | null): void {
-    if (size !== null) {
-      this._size = size;
-    }
-  }
-
   /** Read the last chunk of the log: the window becomes the end of the log. */
   private async _loadTail(): Promise<void> {
-    await this._guard(async () => {
-      const probe = await this._read(0, 0);
-      const size = probe.size ?? 0;
-      const offset = Math.max(0, size - this._chunk);
-      const { bytes, size: now } = await this._read(offset, size - offset);
-      this._size = Math.max(now ?? size, size);
-      let skip = 0;
-      if (offset > 0) {
-        const nl = bytes.indexOf(NEWLINE);
-        skip = nl >= 0 ? nl + 1 : 0;
-      }
-      const body = bytes.subarray(skip);
-      const cut = body.lastIndexOf(NEWLINE) + 1;
-      this._lines = toLines(body.subarray(0, cut));
-      this._partial = decoder.decode(body.subarray(cut));
-      this._start = offset + skip;
-      this._end = offset + skip + cut;
-      this._attached = true;
-      this._loaded = true;
-    });
+    await this._guard(() => this._log.loadTail());
     this._render();
-  }
-
-  /** Append what follows the window's end; returns the lines added. */
-  private async _append(): Promise<number> {
-    const { bytes, size } = await this._read(this._end, this._chunk);
-    this._setSize(size);
-    if (size !== null && size < this._end) {
-      // The log is shorter than what we hold: the task restarted into a new file.
-      this._attached = false;
-      await this._loadTail();
-      return this._lines.length;
-    }
-    const cut = bytes.lastIndexOf(NEWLINE) + 1;
-    const lines = toLines(bytes.subarray(0, cut));
-    const atEnd = this._end + bytes.length >= this._size;
-    this._partial = atEnd ? decoder.decode(bytes.subarray(cut)) : '';
-    if (cut === 0 && bytes.length >= this._chunk) {
-      // One line longer than a chunk: show it cut rather than never.
-      lines.push(decoder.decode(bytes));
-      this._partial = '';
-      this._end += bytes.length;
-    } else {
-      this._end += cut;
-    }
-    if (lines.length) {
-      for (const line of lines) {
-        this._lines.push(line);
-      }
-      if (this._lines.length > MAX_LINES) {
-        this._dropStart(this._lines.length - MAX_LINES);
-      }
-    }
-    this._attached = atEnd || this._end + this._partialBytes() >= this._size;
-    return lines.length;
-  }
-
-  private _partialBytes(): number {
-    return this._partial ? encoder.encode(this._partial).length : 0;
   }
 
   /** One follow step: read new output while the window holds the log's end. */
@@ -372,165 +281,60 @@ export class LogViewer extends Widget {
     if (this.isDisposed || !this.isVisible || this._loading) {
       return;
     }
-    if (!this._loaded) {
+    if (!this._log.loaded) {
       // The log could not be read yet (the task has not started): try again.
       await this._loadTail();
       this._updateStatus();
       return;
     }
-    if (!this._attached) {
+    if (!this._log.attached) {
       return;
     }
     let added = 0;
     await this._guard(async () => {
-      // Read until caught up (a fast writer may be several chunks ahead).
-      for (let n = 0; n < 8; n++) {
-        const before = this._end;
-        added += await this._append();
-        if (
-          this._end === before ||
-          this._end + this._partialBytes() >= this._size
-        ) {
-          break;
-        }
-      }
+      added = await this._log.catchUp();
     });
-    if (added || this._partial) {
+    if (added || this._log.partial) {
       this._render();
       if (this._following) {
         this._scrollToBottom();
       }
     }
     this._updateStatus();
-    const live = this._isLive();
-    if (!live && this._end + this._partialBytes() >= this._size) {
+    if (!this._isLive() && this._log.caughtUp) {
       // The task has ended and everything it wrote is shown.
       this._poll.stop().catch(() => undefined);
       this._updateStatus();
     }
   }
 
-  private _dropStart(count: number): void {
-    let bytes = 0;
-    for (let i = 0; i < count; i++) {
-      bytes += byteLength(this._lines[i]);
-    }
-    this._lines.splice(0, count);
-    this._start += bytes;
-    this._match = this._match >= count ? this._match - count : -1;
-    this._scroller.scrollTop = Math.max(
-      0,
-      this._scroller.scrollTop - count * LINE_HEIGHT
-    );
-  }
-
-  private _dropEnd(count: number): void {
-    const keep = this._lines.length - count;
-    let bytes = 0;
-    for (let i = keep; i < this._lines.length; i++) {
-      bytes += byteLength(this._lines[i]);
-    }
-    this._lines.length = keep;
-    this._end -= bytes;
-    this._partial = '';
-    this._attached = false;
-    this._following = false;
-    if (this._match >= keep) {
-      this._match = -1;
-    }
-  }
-
   // -- view ------------------------------------------------------------------
 
   private _build(): void {
-    const toolbar = document.createElement('div');
-    toolbar.className = 'jp-PAI-log-toolbar';
-    toolbar.setAttribute('role', 'toolbar');
-    toolbar.setAttribute(
-      'aria-label',
-      `Log of ${this._options.role}-${this._options.index}`
-    );
-
-    const search = document.createElement('input');
-    search.type = 'search';
-    search.className = 'jp-mod-styled jp-PAI-input jp-PAI-log-search';
-    search.placeholder = 'Search log…';
-    search.setAttribute('aria-label', 'Search the log');
-    search.addEventListener('keydown', event => {
-      if (event.key === 'Enter') {
-        event.preventDefault();
-        this.find(search.value, event.shiftKey ? -1 : 1);
-      } else if (event.key === 'Escape') {
-        search.value = '';
+    const { client, jobId, jobName, role, index, attempt } = this._options;
+    const which = attempt === undefined ? '' : `-attempt${attempt}`;
+    const toolbar = createLogToolbar({
+      task: `${role}-${index}`,
+      downloadUrl: client.downloadUrl(
+        client.logsEndpoint(jobId, { role, index, attempt })
+      ),
+      downloadName: `${jobName}-${role}-${index}${which}.log`,
+      onFind: (query, direction) => this.find(query, direction),
+      onQuery: query => {
+        this._match = -1;
+        this.find(query, 1);
+      },
+      onClear: () => {
         this.find('');
         this._scroller.focus();
-      }
+      },
+      onFindEarlier: query => void this.findEarlier(query),
+      onStart: () => void this.jumpToStart(),
+      onEnd: () => void this.jumpToEnd()
     });
-    let timer = 0;
-    search.addEventListener('input', () => {
-      window.clearTimeout(timer);
-      timer = window.setTimeout(() => {
-        this._match = -1;
-        this.find(search.value, 1);
-      }, 200);
-    });
-    this._search = search;
-
-    const button = (
-      label: string,
-      title: string,
-      onClick: () => void,
-      cls = ''
-    ) => {
-      const b = document.createElement('button');
-      b.type = 'button';
-      b.className = `jp-mod-styled jp-PAI-log-button ${cls}`;
-      b.textContent = label;
-      b.title = title;
-      b.setAttribute('aria-label', title);
-      b.addEventListener('click', onClick);
-      return b;
-    };
-
-    this._searchStatus = document.createElement('span');
-    this._searchStatus.className = 'jp-PAI-muted jp-PAI-log-search-status';
-    this._searchStatus.setAttribute('aria-live', 'polite');
-
-    this._earlierButton = button(
-      'Search earlier',
-      'Read earlier parts of the log until the text is found',
-      () => void this.findEarlier(this._search.value)
-    );
-    this._earlierButton.hidden = true;
-
-    const download = document.createElement('a');
-    download.className = 'jp-mod-styled jp-PAI-log-button';
-    download.textContent = 'Download';
-    download.title = 'Download the whole log';
-    const { client, jobId, jobName, role, index, attempt } = this._options;
-    download.href = client.downloadUrl(
-      client.logsEndpoint(jobId, { role, index, attempt })
-    );
-    const which = attempt === undefined ? '' : `-attempt${attempt}`;
-    download.download = `${jobName}-${role}-${index}${which}.log`;
-
-    toolbar.append(
-      search,
-      button('↑', 'Previous match (Shift+Enter)', () =>
-        this.find(this._search.value, -1)
-      ),
-      button('↓', 'Next match (Enter)', () => this.find(this._search.value, 1)),
-      this._searchStatus,
-      this._earlierButton,
-      spacer(),
-      button('⤒ Start', 'Jump to the start of the log (Home)', () => {
-        void this.jumpToStart();
-      }),
-      button('⤓ End', 'Jump to the end and follow new output (End)', () => {
-        void this.jumpToEnd();
-      }),
-      download
-    );
+    this._search = toolbar.search;
+    this._searchStatus = toolbar.searchStatus;
+    this._earlierButton = toolbar.earlierButton;
 
     this._status = document.createElement('div');
     this._status.className = 'jp-PAI-log-status jp-PAI-muted';
@@ -559,7 +363,7 @@ export class LogViewer extends Widget {
     this._scroller.addEventListener('scroll', () => this._onScroll());
     this.node.addEventListener('keydown', event => this._onKey(event));
 
-    this.node.append(toolbar, this._error, this._scroller, this._status);
+    this.node.append(toolbar.node, this._error, this._scroller, this._status);
   }
 
   private _onKey(event: KeyboardEvent): void {
@@ -587,7 +391,7 @@ export class LogViewer extends Widget {
     const atBottom =
       s.scrollTop + s.clientHeight >= s.scrollHeight - LINE_HEIGHT;
     if (!this._programmatic) {
-      this._following = atBottom && this._attached;
+      this._following = atBottom && this._log.attached;
     }
     this._programmatic = false;
     if (!this._frame) {
@@ -597,13 +401,13 @@ export class LogViewer extends Widget {
         this._updateStatus();
       });
     }
-    if (this._loading || !this._loaded) {
+    if (this._loading || !this._log.loaded) {
       return;
     }
-    if (s.scrollTop < OVERSCAN * LINE_HEIGHT && this._start > 0) {
+    if (s.scrollTop < OVERSCAN * LINE_HEIGHT && this._log.hasEarlier) {
       void this.loadEarlier();
     } else if (
-      !this._attached &&
+      !this._log.attached &&
       s.scrollTop + s.clientHeight > s.scrollHeight - OVERSCAN * LINE_HEIGHT
     ) {
       void this.loadLater();
@@ -611,7 +415,7 @@ export class LogViewer extends Widget {
   }
 
   private _totalRows(): number {
-    return this._lines.length + (this._partial ? 1 : 0);
+    return this._log.lines.length + (this._log.partial ? 1 : 0);
   }
 
   private _firstVisible(): number {
@@ -643,7 +447,7 @@ export class LogViewer extends Widget {
   private _render(): void {
     const total = this._totalRows();
     this._sizer.style.height = `${total * LINE_HEIGHT}px`;
-    if (!this._loaded) {
+    if (!this._log.loaded) {
       this._rows.textContent = '';
       return;
     }
@@ -665,26 +469,17 @@ export class LogViewer extends Widget {
     );
     const needle = this._query.toLowerCase();
     const fragment = document.createDocumentFragment();
+    const { lines, partial } = this._log;
     for (let i = first; i < last; i++) {
-      const text = i < this._lines.length ? this._lines[i] : this._partial;
-      const row = document.createElement('div');
-      row.className = 'jp-PAI-log-line';
-      if (i === this._match) {
-        row.classList.add('jp-mod-current');
-      }
-      if (needle && text.toLowerCase().includes(needle)) {
-        highlight(row, text, needle);
-      } else {
-        row.textContent = text || '\u200b';
-      }
-      fragment.appendChild(row);
+      const text = i < lines.length ? lines[i] : partial;
+      fragment.appendChild(createLogRow(text, needle, i === this._match));
     }
     this._rows.style.transform = `translateY(${first * LINE_HEIGHT}px)`;
     this._rows.replaceChildren(fragment);
   }
 
   private _updateStatus(): void {
-    if (!this._loaded) {
+    if (!this._log.loaded) {
       this._status.textContent = this._loading
         ? 'Reading the log…'
         : this._waiting
@@ -693,13 +488,8 @@ export class LogViewer extends Widget {
       return;
     }
     const live = this._isLive();
-    const whole = this._start === 0 && this._attached;
-    const parts = [
-      whole
-        ? `${this._lines.length.toLocaleString()} lines, ${formatBytes(this._size)}`
-        : `bytes ${formatBytes(this._start)}–${formatBytes(this._end)} of ${formatBytes(this._size)} (${this._lines.length.toLocaleString()} lines in view; scroll for more)`
-    ];
-    if (this._attached && live) {
+    const parts = [this._log.describe()];
+    if (this._log.attached && live) {
       parts.push(this._following ? 'following' : 'paused — End to follow');
     } else if (!live) {
       parts.push('task ended');
@@ -714,19 +504,13 @@ export class LogViewer extends Widget {
       this._earlierButton.hidden = true;
       return;
     }
-    const needle = q.toLowerCase();
-    let count = 0;
-    for (const line of this._lines) {
-      if (line.toLowerCase().includes(needle)) {
-        count++;
-      }
-    }
-    const where = this._start > 0 ? ' in view' : '';
+    const count = this._log.countMatching(q.toLowerCase());
+    const where = this._log.hasEarlier ? ' in view' : '';
     this._searchStatus.textContent =
       count === 0
         ? `no match${where}`
         : `${count.toLocaleString()} line${count === 1 ? '' : 's'}${where}`;
-    this._earlierButton.hidden = this._start <= 0;
+    this._earlierButton.hidden = !this._log.hasEarlier;
   }
 
   private _setError(message: string | null): void {
@@ -737,17 +521,10 @@ export class LogViewer extends Widget {
   }
 
   private _options: ILogViewerOptions;
-  private _chunk: number;
+  private _log: LogWindow;
   private _poll: Poll;
   private _abort = new AbortController();
-  private _lines: string[] = [];
-  private _partial = '';
-  private _start = 0;
-  private _end = 0;
-  private _size = 0;
-  private _attached = false;
   private _following = true;
-  private _loaded = false;
   private _loading = false;
   private _waiting = false;
   private _programmatic = false;
@@ -762,32 +539,4 @@ export class LogViewer extends Widget {
   private _scroller!: HTMLDivElement;
   private _sizer!: HTMLDivElement;
   private _rows!: HTMLDivElement;
-}
-
-function spacer(): HTMLElement {
-  const s = document.createElement('span');
-  s.className = 'jp-PAI-spacer';
-  return s;
-}
-
-/** Fill a row with text, every occurrence of `needle` in a <mark>. */
-function highlight(row: HTMLElement, text: string, needle: string): void {
-  const lower = text.toLowerCase();
-  let at = 0;
-  for (;;) {
-    const i = lower.indexOf(needle, at);
-    if (i < 0) {
-      break;
-    }
-    if (i > at) {
-      row.appendChild(document.createTextNode(text.slice(at, i)));
-    }
-    const mark = document.createElement('mark');
-    mark.textContent = text.slice(i, i + needle.length);
-    row.appendChild(mark);
-    at = i + needle.length;
-  }
-  if (at < text.length) {
-    row.appendChild(document.createTextNode(text.slice(at)));
-  }
 }

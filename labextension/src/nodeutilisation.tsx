@@ -7,7 +7,7 @@
 import * as React from 'react';
 
 import { HardwareBar } from './hardwarebar';
-import type { NodeResources } from './models';
+import type { NodeResources } from './restmodels';
 
 export function NodeUtilisation(props: { node: NodeResources }): JSX.Element {
   const { node } = props;

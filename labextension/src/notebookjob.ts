@@ -7,8 +7,12 @@
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { describeError, type PAIModel } from './model';
-import { isTerminal, type JobDetail, type NotebookJobRequest } from './models';
+import { describeError, type PAIModel } from './panelstate';
+import {
+  isTerminal,
+  type JobDetail,
+  type NotebookJobRequest
+} from './restmodels';
 
 /** `k=v` lines (blank lines and `#` comments skipped) → parameters. */
 export function parseParams(text: string): Record<string, string> {

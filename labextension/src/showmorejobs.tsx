@@ -4,7 +4,7 @@
  */
 import * as React from 'react';
 
-import type { PAIModel } from './model';
+import type { PAIModel } from './panelstate';
 
 export interface IShowMoreJobsProps {
   model: PAIModel;

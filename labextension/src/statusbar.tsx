@@ -4,7 +4,7 @@ import { ReactWidget, UseSignal } from '@jupyterlab/apputils';
 import * as React from 'react';
 
 import { paiIcon } from './icons';
-import { PAIModel } from './model';
+import { PAIModel } from './panelstate';
 
 export function statusText(model: PAIModel): { text: string; title: string } {
   if (model.error && !model.loaded) {

@@ -15,9 +15,9 @@ import {
 import * as React from 'react';
 
 import type { StorageContent } from './api';
-import { formatBytes, formatTime } from './format';
-import type { StorageEntry } from './models';
-import { describeError, PAIModel } from './model';
+import { formatBytes, formatTime } from './displayformat';
+import type { StorageEntry } from './restmodels';
+import { describeError, PAIModel } from './panelstate';
 
 const PREVIEW_BYTES = 256 * 1024;
 

@@ -10,7 +10,7 @@
 import { IFrame, MainAreaWidget } from '@jupyterlab/apputils';
 import * as React from 'react';
 
-import type { TaskStatus } from './models';
+import type { TaskStatus } from './restmodels';
 
 /** The port label OpenPAI's tensorboard plugin gives its port. */
 export const TENSORBOARD_PORT = 'tensorboard';

@@ -9,8 +9,8 @@ import Ajv2020, {
 } from 'ajv/dist/2020';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 
-import { jobFormat } from './jobformat';
-import type { FieldError } from './models';
+import { jobFormat } from './detectjobformat';
+import type { FieldError } from './restmodels';
 
 /** A field error located in the YAML text (1-based line), when it can be. */
 export interface LocatedError extends FieldError {
@@ -28,6 +28,11 @@ export function pointerToPath(pointer: string): string {
     .join('.');
 }
 
+/** The path of a field named in an error about its parent object. */
+function childPath(path: string, name: string): string {
+  return path ? `${path}.${name}` : name;
+}
+
 function describe(error: ErrorObject): { path: string; message: string } {
   const path = pointerToPath(error.instancePath);
   const params: any = error.params;
@@ -42,9 +47,7 @@ function describe(error: ErrorObject): { path: string; message: string } {
   switch (error.keyword) {
     case 'required':
       return {
-        path: path
-          ? `${path}.${params.missingProperty}`
-          : params.missingProperty,
+        path: childPath(path, params.missingProperty),
         message: 'is required'
       };
     case 'pattern':
@@ -68,9 +71,7 @@ function describe(error: ErrorObject): { path: string; message: string } {
       };
     case 'additionalProperties':
       return {
-        path: path
-          ? `${path}.${params.additionalProperty}`
-          : params.additionalProperty,
+        path: childPath(path, params.additionalProperty),
         message: 'is not a known field'
       };
     case 'minProperties':

@@ -30,11 +30,11 @@ FLAVOR = "gpu"
 # Only the GPUs are a VC's quota (as Volcano's queues cap only GPUs): Kueue ignores
 # these resources, so a ClusterQueue need not cover them.
 EXCLUDED_RESOURCES = ["cpu", "memory", "ephemeral-storage", "pods"]
-# `default` is uncapped in the other flavours; a ClusterQueue needs a number.
+# `default` is uncapped in the other flavors; a ClusterQueue needs a number.
 UNCAPPED_GPUS = 10_000
 
 # Kueue's webhooks for its own kinds and for the one integration it manages (JobSet);
-# the rest (pods, batch Jobs, deployments, …) would stand in the way of other flavours'
+# the rest (pods, batch Jobs, deployments, …) would stand in the way of other flavors'
 # objects whenever kueue-manager is down.
 KUEUE_WEBHOOKS = (
     "mclusterqueue.kb.io",
@@ -224,7 +224,7 @@ def cluster_queue(
     borrowing_limit: int | None = None,
     lending_limit: int | None = None,
 ) -> Manifest:
-    """A VC: `gpus` nominal GPUs of flavour `gpu`; in a cohort it lends what it does not
+    """A VC: `gpus` nominal GPUs of flavor `gpu`; in a cohort it lends what it does not
     use (up to `lending_limit`), borrows (up to `borrowing_limit`), and takes its own
     back by preempting borrowers (`reclaimWithinCohort`)."""
     quota: Manifest = {"name": manifests.GPU_RESOURCE, "nominalQuota": str(gpus)}
@@ -264,7 +264,7 @@ def local_queue(name: str, namespace: str, cluster_queue: str | None = None) -> 
 
 def virtual_clusters() -> list[Manifest]:
     """`default` (uncapped) and `research` (8 GPUs, borrowing nothing), as the other
-    flavours have them, with a LocalQueue of each in every user namespace."""
+    flavors have them, with a LocalQueue of each in every user namespace."""
     objects = [resource_flavor()]
     for vc, gpus in manifests.VIRTUAL_CLUSTERS.items():
         objects.append(cluster_queue(vc, UNCAPPED_GPUS if gpus is None else gpus))

@@ -1,5 +1,5 @@
 """The objects a fresh test cluster is filled with: users' namespaces and RBAC, the
-virtual clusters (priority classes and quotas for the `native` flavour, Volcano Queues
+virtual clusters (priority classes and quotas for the `native` flavor, Volcano Queues
 for `volcano`), and simulated nodes. Plain dicts, so the
 same builders serve `up`, the fixture and the tests."""
 
@@ -153,12 +153,12 @@ USER_ROLE: Manifest = {
             "verbs": _ALL,
         },
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
-        # Volcano (the `volcano` flavour): vcjobs and the bus Commands that stop them are
+        # Volcano (the `volcano` flavor): vcjobs and the bus Commands that stop them are
         # the user's; PodGroups are the controller's, read only.
         {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
         {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": _ALL},
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _READ},
-        # Kueue (the `kueue` flavour): JobSets are the user's; Workloads are Kueue's, one
+        # Kueue (the `kueue` flavor): JobSets are the user's; Workloads are Kueue's, one
         # per JobSet: the user may deactivate theirs (a stop); LocalQueues read only.
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _ALL},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_READ, "patch"]},

@@ -48,7 +48,7 @@ class TestCluster:
         return hived.web_url(Path(self.state.directory)) or ""
 
     def backend_env(self) -> dict[str, str]:
-        """What a hived-flavoured backend here needs besides its flavour (the VCs' address,
+        """What a hived-flavored backend here needs besides its flavor (the VCs' address,
         the CPU SKU), as the variables that servers and kernels started by tests read."""
         return {"JUPYTER_PAI_HIVED_URL": self.hived_url, "JUPYTER_PAI_HIVED_CPU_SKU": hived.CPU_SKU}
 

@@ -1,7 +1,7 @@
 """Kubernetes tests run against the real control plane from tests/cluster.
 
 ``backend`` (a started backend in namespace alice, cleaned up around the test) is shared by
-every module here; it and every test that asks for ``flavor`` run once per flavour that runs
+every module here; it and every test that asks for ``flavor`` run once per flavor that runs
 end to end (``native``, ``volcano``, ``kueue``). ``exporter`` is the DCGM stand-in that the
 utilisation tests' Prometheus scrapes."""
 

@@ -1,5 +1,5 @@
 """A Jupyter server with jupyter-pai on the Kubernetes backend of the test cluster (user
-alice, pods on the runner nodes, once per flavour: ``flavor``) for REST tests: ``import *``
+alice, pods on the runner nodes, once per flavor: ``flavor``) for REST tests: ``import *``
 its fixtures."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenPAI's completion policy is enforced with no one asking for the job (issue 9, part 3).
+"""OpenPAI's completion policy is enforced with no one asking for the job.
 
 Jobs are submitted with the CLI (a subprocess, ``jupyter pai submit``) as a user would:
 

@@ -1,4 +1,4 @@
-"""The Kubernetes backend on the real control plane, once per flavour that runs end to end
+"""The Kubernetes backend on the real control plane, once per flavor that runs end to end
 (``flavor``: ``native`` on kube-scheduler's gang scheduling, ``volcano`` on Volcano v1.15.1).
 
 Pods on the runner node really run as local processes; pods on the simulated GPU pool stay
@@ -36,7 +36,7 @@ OWNED_KEY, OWNED_VALUE = "app.kubernetes.io/managed-by", "jupyter-pai"
 OWNED = f"{OWNED_KEY}={OWNED_VALUE}"
 
 
-#: The flavours whose jobs run on the test cluster; every test that runs jobs runs per flavour.
+#: The flavors whose jobs run on the test cluster; every test that runs jobs runs per flavor.
 FLAVORS = ("native", "volcano", "kueue", "hived")
 
 
@@ -78,7 +78,7 @@ def _cleanup(cluster: TestCluster, namespace: str) -> None:
 
 
 def flavor_settings(cluster: TestCluster, flavor: str) -> dict[str, str]:
-    """The backend settings a flavour needs on ``cluster`` (hived: its HiveD's address, a
+    """The backend settings a flavor needs on ``cluster`` (hived: its HiveD's address, a
     test may start a cluster of its own, and the CPU SKU of its configuration)."""
     if flavor == "hived":
         return {"hived_url": cluster.hived_url, "hived_cpu_sku": cluster_hived.CPU_SKU}

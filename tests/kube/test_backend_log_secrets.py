@@ -34,7 +34,7 @@ async def _read(backend: KubernetesBackend, job_id: str, **kw: Any) -> tuple[int
     return stream.size, b"".join([c async for c in stream.chunks])
 
 
-@pytest.mark.parametrize("flavor", ["volcano"])  # pods/log reads alike for every flavour
+@pytest.mark.parametrize("flavor", ["volcano"])  # pods/log reads alike for every flavor
 async def test_no_read_of_a_task_log_shows_any_part_of_a_secret(
     backend: KubernetesBackend, kube_cluster: TestCluster, tmp_path: Path
 ) -> None:

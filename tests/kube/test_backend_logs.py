@@ -1,6 +1,6 @@
 """Logs of earlier attempts, on the real control plane: the pod runner keeps a restarted
 container's previous log (``previous=true``, as a kubelet does), and the backend reads a
-retried task's earlier attempt (native flavour: the Job controller replaces the pod)."""
+retried task's earlier attempt (native flavor: the Job controller replaces the pod)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An OpenPAI v1 JSON job on the real control plane (native flavour, pods on the runner node
+"""An OpenPAI v1 JSON job on the real control plane (native flavor, pods on the runner node
 as processes): converted, gang-scheduled, and every task sees v1's variables while the
 workers reach the ps over the host list, as on the local backend."""
 

@@ -59,7 +59,7 @@ def _create_directly(cluster: TestCluster, backend: KubernetesBackend, name: str
     another server or kubectl would): the backend only learns of it by watching."""
     job = _job(name)
     names = make_names(job, "alice")
-    built = backend.engine.build(job, names)
+    built = backend.scheduler_flavor.build(job, names)
     owner: dict[str, Any] | None = None
     rest = [m for i, m in enumerate(built.objects) if i != built.primary]
     for manifest in [built.primary_object, *rest]:  # the primary first: it owns the rest

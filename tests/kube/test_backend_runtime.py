@@ -1,4 +1,4 @@
-"""OpenPAI's runtime plugins on the real control plane (native flavour, pods on the runner
+"""OpenPAI's runtime plugins on the real control plane (native flavor, pods on the runner
 node as processes): ``cmd`` pre/post commands and a prerequisite's callbacks in OpenPAI's
 order, a failing pre command failing the task, and TensorBoard serving on its declared
 port (the ``port`` given, as the task's ``tensorboard`` port)."""

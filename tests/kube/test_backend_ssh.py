@@ -1,4 +1,4 @@
-"""Runtime plugin ssh on the real control plane (once per flavour; pods on the runner node as
+"""Runtime plugin ssh on the real control plane (once per flavor; pods on the runner node as
 processes, each with a private ``~/.ssh`` and its sshd on its own pod IP): tasks reach each
 other as ``<role>-<index>`` after ``sshbarrier``, sessions see the peer's environment, the
 job's private key is only in its Secret, and a barrier that cannot be passed fails the

@@ -1,4 +1,4 @@
-"""``jupyter_pai.Client`` on the Kubernetes backend of the test cluster, once per flavour:
+"""``jupyter_pai.Client`` on the Kubernetes backend of the test cluster, once per flavor:
 submit, follow a rank's log as it is written, wait, read back, list, stop, typed errors.
 Pods on the runner node really run their commands."""
 

@@ -1,5 +1,5 @@
 """``Client(url=…, token=…)`` against a real Jupyter server whose backend is the test
-cluster, once per flavour: following pods' logs through the REST API from before they
+cluster, once per flavor: following pods' logs through the REST API from before they
 run, waiting, stopping and typed errors over HTTP."""
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ async def test_a_job_its_vc_cannot_hold_waits_in_hiveds_words(kube_cluster: Test
 
 async def test_a_task_without_gpus_is_refused_without_a_cpu_sku(kube_cluster: TestCluster) -> None:
     """HiveD's filter answers 400 "LeafCellNumber is non-positive" for a pod asking no GPU
-    cell, so where the server names no CPU SKU the pod would wait for good: the flavour
+    cell, so where the server names no CPU SKU the pod would wait for good: the flavor
     refuses such a job at once."""
     b = make_backend(kube_cluster, "hived", node_selector=RUNNER, hived_cpu_sku="")
     await b.start()

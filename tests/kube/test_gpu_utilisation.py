@@ -1,4 +1,4 @@
-"""GPU utilisation on Kubernetes, once per flavour: a real Prometheus (Debian's package)
+"""GPU utilisation on Kubernetes, once per flavor: a real Prometheus (Debian's package)
 scrapes a DCGM-format exporter whose series name the test cluster's pods; the backend
 reads a busy job, an idle job and a job on no GPU from it with one batch of queries per
 refresh, flags the idle one abnormal, and an unreachable Prometheus becomes a note."""

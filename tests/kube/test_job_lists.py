@@ -1,4 +1,4 @@
-"""Issue 14 on Kubernetes, per flavour, through a real Jupyter server: ``GET jobs`` pages,
+"""Job lists on Kubernetes, per flavor, through a real Jupyter server: ``GET jobs`` pages,
 its ETag (from the watch cache's counters) answers 304 while nothing changes and changes
 when a job does, and the ``job-changes`` stream tells of a job's submission, start and
 stop."""

@@ -1,4 +1,4 @@
-"""Remote kernels on the test cluster, once per flavour: the kernel is a one-pod job on the
+"""Remote kernels on the test cluster, once per flavor: the kernel is a one-pod job on the
 runner node (the launcher and ipykernel really run), reached through the API server's
 port-forward. jupyter_kernel_test's conformance suite; restart in the same pod; interrupt;
 shutdown stopping the job and freeing its GPUs; the queue (a full VC, the reason, the start
@@ -103,9 +103,7 @@ def kernel(name: str, cluster: TestCluster, flavor: str) -> AsyncKernelManager:
 
 
 async def the_pod(b: KubernetesBackend, job_id: str) -> str:
-    from jupyter_pai.kernels.portforward import running_pod
-
-    return running_pod(b, await b.get_job(job_id))
+    return b.running_pod(await b.get_job(job_id))
 
 
 async def used_gpus(b: KubernetesBackend, vc: str = "default") -> int:
@@ -155,7 +153,7 @@ class Conformance(jupyter_kernel_test.KernelTests):
 
 
 def test_conformance(kube_cluster: TestCluster, flavor: str, tmp_path: Path) -> None:
-    """The suite run by unittest inside this test, so it gets the cluster and the flavour."""
+    """The suite run by unittest inside this test, so it gets the cluster and the flavor."""
     env = {
         "JUPYTER_PATH": str(tmp_path),
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),

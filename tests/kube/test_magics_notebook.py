@@ -1,4 +1,4 @@
-"""The ``%pai`` magics in a real kernel on the test cluster, once per flavour:
+"""The ``%pai`` magics in a real kernel on the test cluster, once per flavor:
 ``tests/notebooks/magics.ipynb`` executed with nbclient, the kernel's client on the
 Kubernetes backend as user alice (pods on the runner node really run the cell)."""
 

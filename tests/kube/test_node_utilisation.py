@@ -3,7 +3,7 @@ scrapes Debian's real node exporter, measuring this machine as node runner-0 (th
 Kubernetes scrape configuration gives it), and the DCGM stand-in, whose GPUs say they are
 gpu-0's (dcgm-exporter's ``Hostname``). ``GET nodes`` shows each node's CPU, memory and GPU
 use from three queries for all nodes, nothing for a node no exporter measures, and a note
-when Prometheus goes away. No job is involved, so one flavour (native) stands for all."""
+when Prometheus goes away. No job is involved, so one flavor (native) stands for all."""
 
 from __future__ import annotations
 

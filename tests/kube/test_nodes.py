@@ -1,4 +1,4 @@
-"""``GET nodes`` on the test cluster, once per flavour: every node with its allocatable
+"""``GET nodes`` on the test cluster, once per flavor: every node with its allocatable
 GPUs, CPU and memory, and a running job's pods counted on the nodes they run on."""
 
 from __future__ import annotations

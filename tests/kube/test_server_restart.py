@@ -229,7 +229,7 @@ async def test_start_finishes_job_creations_a_killed_process_left(
     kube_cluster: TestCluster,
 ) -> None:
     """Volcano, whose primary comes after its Secret and Service (Kueue's too); the sweep
-    itself is the same for every flavour. An ownerless Secret of a job that exists gets it
+    itself is the same for every flavor. An ownerless Secret of a job that exists gets it
     as owner, one of a job never made is deleted; bob's and a young one are not touched."""
     _cleanup(kube_cluster, NS)
     core = core_api(kube_cluster)
@@ -314,8 +314,8 @@ def servers() -> Iterator[list[ServerProcess]]:
 async def test_a_killed_server_comes_back_with_its_job_and_leaves_no_helper_pod(
     kube_cluster: TestCluster, flavor: str, servers: list[ServerProcess], tmp_path: Path
 ) -> None:
-    """Per flavour (about 10 s each): the new server rebuilds each flavour's job view
-    from the cluster alone; the helper pods are the same on every flavour."""
+    """Per flavor (about 10 s each): the new server rebuilds each flavor's job view
+    from the cluster alone; the helper pods are the same on every flavor."""
     root = tmp_path / "server-root"
     root.mkdir()
     env = server_env(kube_cluster, flavor, tmp_path)

@@ -1,5 +1,5 @@
 """A task's web port through the Jupyter server on the Kubernetes backend, once per
-flavour: the pod (on the runner node, really running) serves HTTP and a WebSocket on its
+flavor: the pod (on the runner node, really running) serves HTTP and a WebSocket on its
 declared ``tensorboard`` port; the server reaches it through the API server's
 port-forward, one forward reused by later requests."""
 

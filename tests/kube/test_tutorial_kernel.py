@@ -1,7 +1,7 @@
 """The remote-GPU-kernel tutorial on the test cluster: nbclient executes
 examples/remote-gpu-kernel.ipynb; the kernelspec it installs starts its kernel as a job on
 the runner node (as alice), which holds a GPU until the notebook shuts it down. Once per
-flavour that remote kernels cover (native, volcano; as tests/kube/test_kernels.py)."""
+flavor that remote kernels cover (native, volcano; as tests/kube/test_kernels.py)."""
 
 from __future__ import annotations
 

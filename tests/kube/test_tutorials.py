@@ -1,5 +1,5 @@
 """The tutorials on the test cluster: nbclient executes examples/getting-started.ipynb
-(once per flavour) and examples/pytorch-ddp.ipynb with the kernel's client on the
+(once per flavor) and examples/pytorch-ddp.ipynb with the kernel's client on the
 Kubernetes backend as user alice (pods on the runner node really run), and checks what
 they printed as on the local backend."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyter_pai.notebook.parameters import inject_parameters
+from jupyter_pai.submission.parameters import inject_parameters
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import NS, RUNNER, _cleanup
 from tests.kube.test_backend_storage import drop_volume, make_volume
@@ -76,9 +76,9 @@ def test_getting_started_on_the_cluster(
 def test_pytorch_ddp_on_the_cluster(kube_cluster: TestCluster, tmp_path: Path) -> None:
     """The notebook's folder is a storage (a hostPath PV, as a home on a shared volume):
     its `storage` parameter names it, so both torchrun pods mount it and start there,
-    where the notebook wrote ddp_train.py. Volcano only, the default flavour: torch's
-    start makes this the suite's slowest tutorial, and the flavours' gang and rendezvous
-    are covered per flavour elsewhere."""
+    where the notebook wrote ddp_train.py. Volcano only, the default flavor: torch's
+    start makes this the suite's slowest tutorial, and the flavors' gang and rendezvous
+    are covered per flavor elsewhere."""
     work = tmp_path / "examples"
     shutil.copytree(EXAMPLES, work)
     volume = make_volume(kube_cluster, tmp_path, root=work)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_pai.backends.local import LocalBackend
-from jupyter_pai.backends.local.backend import new_record
+from jupyter_pai.backends.local.jobviews import new_record
 from jupyter_pai.backends.models import JobState
 from jupyter_pai.spec import parse_job
 

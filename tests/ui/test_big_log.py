@@ -1,4 +1,4 @@
-"""Issue 5, 8: a 200 MB task log in the log viewer: how long until the first lines show, and
+"""A 200 MB task log in the log viewer: how long until the first lines show, and
 whether scrolling stays responsive (no long task or frame over a second).
 
 The figures are printed (``pytest -s``). The log is written by a job of the local backend,

@@ -1,4 +1,4 @@
-"""Issue 5, 4: clone a job from the job list; the launch form opens with the job's values
+"""Clone a job from the job list; the launch form opens with the job's values
 and a fresh name."""
 
 from __future__ import annotations

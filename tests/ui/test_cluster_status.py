@@ -1,4 +1,4 @@
-"""Issue 5, 7: the cluster view shows the VC's GPU usage, and the status bar item the
+"""The cluster view shows the VC's GPU usage, and the status bar item the
 user's running and waiting jobs."""
 
 from __future__ import annotations

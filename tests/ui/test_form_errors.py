@@ -1,4 +1,4 @@
-"""Issue 5, 5: errors next to what is wrong: the YAML editor validates as it is typed, and
+"""Errors next to what is wrong: the YAML editor validates as it is typed, and
 a value only the server rejects (400) comes back next to its form field."""
 
 from __future__ import annotations

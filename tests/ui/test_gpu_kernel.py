@@ -1,4 +1,4 @@
-"""Issue 10: a remote GPU kernel in JupyterLab on the local backend. The launcher shows the
+"""A remote GPU kernel in JupyterLab on the local backend. The launcher shows the
 kernelspec with its VC and GPU count; a notebook started with it while the VC is full says
 why it waits (a notification, within 2 s, with Cancel); once a job ends the kernel starts
 and a cell prints its GPU and PAI variables; shutting the kernel down frees the GPU in the

@@ -1,4 +1,4 @@
-"""Issue 13: a job's GPU-use chart per task in the job detail, on the Kubernetes backend
+"""A job's GPU-use chart per task in the job detail, on the Kubernetes backend
 of the test cluster with a real Prometheus (Debian's) scraping a DCGM-format exporter:
 the 2-GPU task's line follows the values the exporter serves, with the latest GPU % and
 memory beside it; the CPU-only task shows a dash, not zeros."""

@@ -1,4 +1,4 @@
-"""Issue 13: the cluster view's hardware section on the local backend: this machine's 4
+"""The cluster view's hardware section on the local backend: this machine's 4
 GPU slots with a running 2-GPU job's share (coloured as half full), CPU and memory
 requested and in use, and the job, which opens from there."""
 

@@ -1,4 +1,4 @@
-"""Issue 5, 2: a job's detail tab: the tasks table, and a task's log that grows while it is
+"""A job's detail tab: the tasks table, and a task's log that grows while it is
 watched, jumps to its start and end, and is searched."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14: the job list follows jobs over the change stream (server-sent events) in
+"""The job list follows jobs over the change stream (server-sent events) in
 real Chromium — a job submitted elsewhere appears, and its state changes show, with no
 ``GET jobs`` in between (while the stream is up the panel polls only once a minute)."""
 

@@ -1,4 +1,4 @@
-"""Issue 5, 10: the submit-and-follow flow of the UI on the Kubernetes backend, against the
+"""The submit-and-follow flow of the UI on the Kubernetes backend, against the
 real test control plane (tests/cluster): a 2-worker job submitted through the launch form
 waits in the job list while the runner node's GPUs are taken, then runs (its pods really
 run on the runner node) and succeeds; its detail tab shows both tasks on runner-0."""
@@ -28,7 +28,7 @@ COMMAND = "for i in 1 2 3 4 5 6; do echo step $i; sleep 1; done"
 @pytest.fixture(scope="module")
 def kube_lab(kube_cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab whose jupyter-pai talks to the test cluster as user alice (namespace
-    alice), native flavour, pods on the runner node (where they really run)."""
+    alice), native flavor, pods on the runner node (where they really run)."""
     config = {
         "PAIConfig": {"backend": "kubernetes"},
         "KubernetesBackend": {

@@ -1,4 +1,4 @@
-"""Issue 5: a `.yaml` job file in the file browser opens straight into the launch form."""
+"""A `.yaml` job file in the file browser opens straight into the launch form."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 8: OpenPAI v1 JSON jobs open in the launch form through the server's converter
+"""OpenPAI v1 JSON jobs open in the launch form through the server's converter
 (file browser, Import, the YAML editor), fields that cannot be converted are named.
 ("Open TensorBoard" for a port labelled ``tensorboard``: tests/ui/test_task_ports.py.)"""
 

@@ -1,4 +1,4 @@
-"""Issue 11: "Run as PAI Job" on a notebook in the file browser runs it as a job with the
+""" "Run as PAI Job" on a notebook in the file browser runs it as a job with the
 parameters given in the dialog, and the executed notebook opens when the job ends."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5, 3: stop a running job from the job list; the list then shows it STOPPED."""
+"""Stop a running job from the job list; the list then shows it STOPPED."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5, 6: browse the storage `work`: open the folder data and preview readme.txt."""
+"""Browse the storage `work`: open the folder data and preview readme.txt."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5, 1: submit a 2-worker job through the launch form and follow it in the job list
+"""Submit a 2-worker job through the launch form and follow it in the job list
 from WAITING (all GPUs taken) through RUNNING to SUCCEEDED."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5, 9: the panel in JupyterLab's light and dark themes, and its controls reached
+"""The panel in JupyterLab's light and dark themes, and its controls reached
 with the keyboard alone."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_pai.backends.completion import decide
+from jupyter_pai.backends.completion_policy import decide
 from jupyter_pai.backends.models import JobState, TaskState
 from jupyter_pai.spec import JobProtocol
 

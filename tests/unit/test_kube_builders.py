@@ -1,4 +1,4 @@
-"""Kubernetes builders: golden manifests per example and flavour, and the properties that
+"""Kubernetes builders: golden manifests per example and flavor, and the properties that
 matter whatever the golden files say (names, gang, secrets, the environment contract).
 
 ``UPDATE_GOLDEN=1 pytest tests/unit/test_kube_builders.py`` rewrites the golden files."""
@@ -6,7 +6,6 @@ matter whatever the golden files say (names, gang, secrets, the environment cont
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -14,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_pai.backends.completion import Decision
-from jupyter_pai.backends.kubernetes.flavors import FLAVORS, Built, Flavor
+from jupyter_pai.backends.completion_policy import Decision
+from jupyter_pai.backends.kubernetes.flavors import FLAVORS, Built, Flavor, HivedSettings
 from jupyter_pai.backends.kubernetes.flavors.volcano import completion_plan
 from jupyter_pai.backends.kubernetes.naming import ANN_SPEC, make_names, slug
 from jupyter_pai.backends.kubernetes.pods import PodOptions
@@ -23,6 +22,7 @@ from jupyter_pai.backends.models import JobState
 from jupyter_pai.spec import parse_job
 from jupyter_pai.spec.protocol import JobProtocol
 from tests.cluster.podenv import container_argv, container_env
+from tests.golden import check_golden
 from tests.spec_corpus import example_files
 
 GOLDEN = Path(__file__).parent / "golden" / "kube"
@@ -40,7 +40,8 @@ def _example(path: Path) -> JobProtocol:
 
 def _build(flavor: str, job: JobProtocol, user: str = "alice") -> Built:
     # hived: with a CPU SKU, as the test cluster's HiveD has, so tasks without GPUs build.
-    return FLAVORS[flavor](OPTIONS, hived_cpu_sku="CPU").build(job, make_names(job, user))
+    settings = HivedSettings(cpu_sku="CPU") if flavor == "hived" else None
+    return FLAVORS[flavor](OPTIONS, settings).build(job, make_names(job, user))
 
 
 @pytest.mark.parametrize("flavor", sorted(FLAVORS))
@@ -48,11 +49,8 @@ def _build(flavor: str, job: JobProtocol, user: str = "alice") -> Built:
 def test_golden_manifests(path: Path, flavor: str) -> None:
     built = _build(flavor, _example(path))
     got = {"primary": built.primary, "objects": built.objects}
-    golden = GOLDEN / f"{path.stem}.{flavor}.json"
     text = json.dumps(got, indent=1, sort_keys=True) + "\n"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert json.loads(golden.read_text()) == json.loads(text)
+    check_golden(GOLDEN / f"{path.stem}.{flavor}.json", text, json.loads)
 
 
 TWO_ROLES = """
@@ -338,11 +336,8 @@ def test_volcano_completion_policies_golden() -> None:
                 "minSuccess": vcjob["spec"].get("minSuccess"),
                 "enforcedByVolcano": sorted(f"{r}:{rule}" for r, rule in plan.enforced),
             }
-    golden = GOLDEN / "completion-policies.volcano.json"
     text = json.dumps(got, indent=1, sort_keys=True) + "\n"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert json.loads(golden.read_text()) == json.loads(text)
+    check_golden(GOLDEN / "completion-policies.volcano.json", text, json.loads)
 
 
 @pytest.mark.parametrize(

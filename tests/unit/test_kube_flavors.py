@@ -1,6 +1,6 @@
-"""The hooks through which the Kubernetes backend asks a flavour for everything a scheduler
+"""The hooks through which the Kubernetes backend asks a flavor for everything a scheduler
 does its own way: kinds to watch, virtual clusters, submission checks, waiting reasons, stop.
-A new flavour adds its cases here."""
+A new flavor adds its cases here."""
 
 from __future__ import annotations
 
@@ -8,19 +8,23 @@ from typing import Any
 
 import pytest
 
-from jupyter_pai.backends.kubernetes.flavors import FLAVORS, Flavor
+from jupyter_pai.backends.kubernetes.flavors import FLAVORS, Flavor, HivedSettings
+from jupyter_pai.backends.kubernetes.flavors.kueue import (
+    KUEUE_CLUSTER_QUEUE,
+    KUEUE_LOCAL_QUEUE,
+    KUEUE_WORKLOAD,
+)
+from jupyter_pai.backends.kubernetes.flavors.volcano import (
+    VOLCANO_COMMAND,
+    VOLCANO_POD_GROUP,
+    VOLCANO_QUEUE,
+)
 from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.kubernetes.pods import PodOptions
 from jupyter_pai.backends.kubernetes.resources import (
     BATCH_JOB,
-    KUEUE_CLUSTER_QUEUE,
-    KUEUE_LOCAL_QUEUE,
-    KUEUE_WORKLOAD,
     PRIORITY_CLASS,
     RESOURCE_QUOTA,
-    VOLCANO_COMMAND,
-    VOLCANO_POD_GROUP,
-    VOLCANO_QUEUE,
     Kind,
 )
 from jupyter_pai.backends.models import Resources
@@ -155,7 +159,7 @@ def test_native_virtual_clusters_are_priority_classes_capped_by_quotas() -> None
 
 
 @pytest.mark.parametrize("name", ["hived"])
-def test_flavours_without_a_listing_accept_any_virtual_cluster(name: str) -> None:
+def test_flavors_without_a_listing_accept_any_virtual_cluster(name: str) -> None:
     f = flavor(name)
     assert f.virtual_clusters(objects({}), [], CLUSTER) is None
     gpus_only = JOB.model_copy(deep=True)
@@ -173,7 +177,7 @@ def test_hived_refuses_a_task_without_gpus() -> None:
 def test_hived_with_cpu_cells_needs_the_gpu_sku_of_a_gpu_task() -> None:
     """With a CPU SKU and no HiveD address to read the VC's GPU SKU from, a GPU task that
     names none could be given CPU cells: refused, naming where to write the SKU."""
-    f = FLAVORS["hived"](OPTIONS, hived_cpu_sku="CPU")
+    f = FLAVORS["hived"](OPTIONS, HivedSettings(cpu_sku="CPU"))
     with pytest.raises(SpecError) as err:
         f.check_virtual_cluster(JOB, None)
     assert [e.path for e in err.value.errors] == ["extras.hivedScheduler.taskRoles.worker.skuType"]
@@ -229,7 +233,7 @@ def test_waiting_reason_reads_the_virtual_clusters_use() -> None:
     assert reason == "queue research: 6 of 8 GPUs in use, needs 4"
 
 
-def test_stop_steps_per_flavour() -> None:
+def test_stop_steps_per_flavor() -> None:
     primary = {"metadata": {"name": NAMES.base, "uid": "u1"}}
     (volcano,) = flavor("volcano").stop_steps(primary, NAMES)
     assert (volcano.op, volcano.kind, volcano.body["action"]) == (
@@ -255,7 +259,7 @@ def test_stop_steps_per_flavour() -> None:
 def test_a_job_whose_controller_missed_its_pod_group_admission_is_prompted(name: str) -> None:
     """Volcano's job controller ignores a PodGroup that reaches Inqueue while its watch is
     down; such a job (Pending, PodGroup admitted, no pods) gets a SyncJob command. Other
-    flavours never report a missed event."""
+    flavors never report a missed event."""
     f = flavor(name)
     primary = {
         "apiVersion": f.primary_kind.api_version,
@@ -302,7 +306,7 @@ def _workload(active: bool, evicted: str | None) -> dict[str, Any]:
 
 def test_an_eviction_is_seen_before_the_pods_go_where_the_scheduler_marks_it() -> None:
     """Kueue marks the Workload Evicted before the JobSet's pods are deleted; a stop
-    (deactivation) is no eviction the job outlives; other flavours have no such mark."""
+    (deactivation) is no eviction the job outlives; other flavors have no such mark."""
     kueue = FLAVORS["kueue"](OPTIONS)
     assert kueue.eviction_kind == KUEUE_WORKLOAD
     assert kueue.evicted_at(_workload(True, "True")) == "2026-01-01T00:00:05Z"

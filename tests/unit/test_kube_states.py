@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jupyter_pai.backends.kubernetes.flavors import VolcanoFlavor
 from jupyter_pai.backends.kubernetes.naming import (
     ANN_OUTCOME,
     ANN_POD_CREATED,
     ANN_STOP,
     make_names,
 )
+from jupyter_pai.backends.kubernetes.pods import PodOptions
 from jupyter_pai.backends.kubernetes.states import VcUsage, job_view, waiting_reason
 from jupyter_pai.backends.models import JobState, TaskState
 from jupyter_pai.spec import parse_job
@@ -55,7 +57,8 @@ def pod(role: str, index: int, phase: str, *, code: int | None = None, t: str = 
 
 def view(pods: list[Any], annotations: dict[str, str] | None = None, status: Any = None):
     primary = {"metadata": {"annotations": annotations or {}}, "status": status or {}}
-    return job_view(JOB, NAMES, primary, pods, waiting_reason="why")
+    flavor = VolcanoFlavor(PodOptions(namespace="alice"))
+    return job_view(JOB, NAMES, primary, pods, waiting_reason="why", flavor=flavor)
 
 
 def test_no_pods_is_waiting_with_the_reason() -> None:

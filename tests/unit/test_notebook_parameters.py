@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from jupyter_pai.notebook.parameters import inject_parameters, parse_value
+from jupyter_pai.submission.parameters import inject_parameters, parse_value
 
 
 def notebook(tagged: bool = True) -> nbformat.NotebookNode:

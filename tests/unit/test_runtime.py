@@ -20,6 +20,7 @@ from jupyter_pai.runtime import (
     task_script,
 )
 from jupyter_pai.spec import JobProtocol, load_document, parse_job
+from tests.golden import check_golden as check_golden_file
 
 GOLDEN = Path(__file__).parent / "golden" / "runtime"
 PLUGINS = "extras.com.microsoft.pai.runtimeplugin"
@@ -84,10 +85,7 @@ def job_of(text: str = JOB) -> JobProtocol:
 
 
 def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text()
+    check_golden_file(GOLDEN / name, text)
 
 
 @pytest.mark.parametrize("backend", ["local", "kubernetes"])

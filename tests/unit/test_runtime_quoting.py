@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from jupyter_pai.runtime import plugin_uses
-from jupyter_pai.runtime.shell import shell_word, split_words
+from jupyter_pai.runtime.shell import shell_word
 from jupyter_pai.spec import parse_job
+from jupyter_pai.spec.pluginparams.shellwords import split_words
 from jupyter_pai.spec.templating import MARKER
 
 

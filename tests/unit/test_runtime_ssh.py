@@ -1,6 +1,6 @@
 """Runtime plugin ssh without a cluster: the commands a task runs (golden), its scripts
 (``bash -n``, and sshbarrier run against a stand-in ``ssh``), what is said at submission,
-and the job's key pair, which only the job's Secret may hold (every flavour).
+and the job's key pair, which only the job's Secret may hold (every flavor).
 
 ``UPDATE_GOLDEN=1`` rewrites ``golden/runtime/ssh.*``."""
 
@@ -27,6 +27,7 @@ from jupyter_pai.errors import SpecError
 from jupyter_pai.runtime import submission_warnings, task_script
 from jupyter_pai.runtime.plugins import ssh
 from jupyter_pai.spec import JobProtocol, parse_job
+from tests.golden import check_golden as check_golden_file
 
 GOLDEN = Path(__file__).parent / "golden" / "runtime"
 ENTRY = "extras.com.microsoft.pai.runtimeplugin.0"
@@ -61,10 +62,7 @@ def job_of(text: str = JOB) -> JobProtocol:
 
 
 def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text()
+    check_golden_file(GOLDEN / name, text)
 
 
 def test_task_script_golden() -> None:
@@ -191,7 +189,7 @@ def test_sshbarrier_times_out_with_exit_10_and_openpais_message(tmp_path: Path) 
     )
 
 
-def test_key_pair_only_in_the_secret_for_every_flavour() -> None:
+def test_key_pair_only_in_the_secret_for_every_flavor() -> None:
     job = job_of()
     names = make_names(job, "alice")
     assert needs_job_key(job)
@@ -215,7 +213,7 @@ def test_key_pair_only_in_the_secret_for_every_flavour() -> None:
         assert body not in json.dumps(others) and pair.public not in json.dumps(others), flavor
         # Tasks of the roles that use it read it from the Secret, the others not at all.
         dump = json.dumps(others)
-        # Per-role templates: master and worker; per-pod flavours: master-0, worker-0, worker-1.
+        # Per-role templates: master and worker; per-pod flavors: master-0, worker-0, worker-1.
         assert dump.count('"key": "PAI_JOB_SSH_PRIVATE_KEY"') in (2, 3), flavor
         assert "export -n PAI_JOB_SSH_PRIVATE_KEY" in dump, flavor
 

@@ -10,7 +10,8 @@ import yaml
 
 from jupyter_pai.spec import job_schema
 from jupyter_pai.spec.schema import SCHEMA_FILE, schema_text, write_schema
-from tests.spec_corpus import example_files, update_golden
+from tests.golden import update_golden
+from tests.spec_corpus import example_files
 
 VALIDATOR = jsonschema.Draft202012Validator(job_schema())
 

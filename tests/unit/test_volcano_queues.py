@@ -103,7 +103,7 @@ def test_a_reclaimed_job_names_the_vc_and_the_gpus() -> None:
 
 
 def test_native_quotas_neither_borrow_nor_lend() -> None:
-    """The other flavour's answer, for contrast: a ResourceQuota is a hard cap."""
+    """The other flavor's answer, for contrast: a ResourceQuota is a hard cap."""
     from jupyter_pai.backends.kubernetes.flavors import FLAVORS
     from jupyter_pai.backends.kubernetes.pods import PodOptions
     from jupyter_pai.backends.kubernetes.resources import PRIORITY_CLASS

@@ -1,9 +1,9 @@
-"""The distributed engine: jobs as Kubernetes objects of one flavour (Volcano by default),
+"""The distributed engine: jobs as Kubernetes objects of one flavor (Volcano by default),
 read back through a shared watch cache so listing jobs costs no API-server request.
 
 This module holds the configuration and the life cycle; what jobs look like is
 :mod:`.jobviews`, writing them :mod:`.joblifecycle`, logs :mod:`.logs`, and everything a
-scheduler does its own way the flavour (:mod:`.flavors`)."""
+scheduler does its own way the flavor (:mod:`.flavors`)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ from ..models import (
 )
 from ..taskports import PortAddress
 from ..utilisation import GpuReading, job_utilisation
-from . import connect, vcs
-from .flavors import FLAVORS, Flavor
+from . import connect, vc_usage
+from .flavors import FLAVORS, Flavor, FlavorSettings, HivedSettings, NativeSettings
 from .gpumetrics import PrometheusGpus
 from .interrupted import finish_interrupted
 from .joblifecycle import JobLifecycle
@@ -50,7 +50,7 @@ from .naming import JobNames, make_names
 from .nodemetrics import NO_PROMETHEUS, PrometheusNodes, attach
 from .nodeusage import node_resources, requested_gpus
 from .pods import PodOptions
-from .portforward import TaskPortForwards
+from .portforward import PortForward, TaskPortForwards
 from .resources import NODE
 from .rest import ApiError, Rest, path, typed
 from .states import Obj, job_view
@@ -99,7 +99,7 @@ class KubernetesBackend(Backend):
         config=True
     )
     vc_priority_prefix = Unicode(
-        "vc-", help="native flavour: PriorityClass name = prefix + virtual cluster."
+        "vc-", help="native flavor: PriorityClass name = prefix + virtual cluster."
     ).tag(config=True)
     allowed_virtual_clusters = List(
         Unicode(),
@@ -146,14 +146,14 @@ class KubernetesBackend(Backend):
         return os.environ.get("JUPYTER_PAI_PROMETHEUS_URL", "")
 
     hived_url = Unicode(
-        help="""hived flavour: HiveD's web server (``webServerAddress`` of its config, e.g.
+        help="""hived flavor: HiveD's web server (``webServerAddress`` of its config, e.g.
         ``http://hivedscheduler.pai:30096``), whose virtual clusters and cells are listed
         and checked at submission; empty: VC names are not checked (HiveD refuses unknown
         ones). Default: $JUPYTER_PAI_HIVED_URL.""",
     ).tag(config=True)
 
     hived_cpu_sku = Unicode(
-        help="""hived flavour: the SKU of HiveD's CPU cells (one CPU each, as in OpenPAI's
+        help="""hived flavor: the SKU of HiveD's CPU cells (one CPU each, as in OpenPAI's
         CPU-only virtual clusters), where tasks without GPUs are placed: one cell per CPU
         they ask. Empty: tasks without GPUs are refused (HiveD places GPU cells only).
         Default: $JUPYTER_PAI_HIVED_CPU_SKU.""",
@@ -186,13 +186,14 @@ class KubernetesBackend(Backend):
             gpu_resource=self.gpu_resource,
             master_port=self.master_port,
         )
-        self.engine: Flavor = FLAVORS[self.flavor](
-            self.options,
-            priority_prefix=self.vc_priority_prefix,
-            hived_url=self.hived_url,
-            hived_cpu_sku=self.hived_cpu_sku,
-        )
-        self.views = JobViews(self.engine, self.namespace)
+        # Each flavor's settings, from the traitlets; the chosen flavor takes its own.
+        settings: dict[type[FlavorSettings], FlavorSettings] = {
+            HivedSettings: HivedSettings(cpu_sku=self.hived_cpu_sku, url=self.hived_url),
+            NativeSettings: NativeSettings(priority_prefix=self.vc_priority_prefix),
+        }
+        cls = FLAVORS[self.flavor]
+        self.scheduler_flavor: Flavor = cls(self.options, settings.get(cls.settings_type))
+        self.views = JobViews(self.scheduler_flavor, self.namespace)
         self.cache = self.views.cache
         self.lifecycle = JobLifecycle(self.views, self._rest, self.log)
         # Every view derived (on a watch event or a read) may end a job the completion
@@ -239,9 +240,10 @@ class KubernetesBackend(Backend):
             self.log.warning("jupyter-pai: the watch cache is not synced yet; answering 503")
 
     async def _sweep_left_behind(self, helpers: HelperPods) -> None:
-        """What a killed server or CLI left goes at the next start (README: nothing left
-        behind): its helper pods, and the Secret or Service of a job whose creation it did
-        not finish. Its port-forwards were sockets of its process and ended with it."""
+        """What a killed server or CLI left goes at the next start, so nothing it made
+        outlives it for good: its helper pods, and the Secret or Service of a job whose
+        creation it did not finish. Its port-forwards were sockets of its process and ended
+        with it."""
         try:
             swept = await helpers.sweep()
             if swept:
@@ -253,7 +255,7 @@ class KubernetesBackend(Backend):
                 self.namespace,
                 self.user,
                 OWNED,
-                self.engine.primary_kind,
+                self.scheduler_flavor.primary_kind,
                 self.cache["primary"].values(),
                 self.leftover_grace_seconds,
             )
@@ -314,18 +316,18 @@ class KubernetesBackend(Backend):
     async def submit(self, job: JobProtocol, *, working_dir: str | None = None) -> JobDetail:
         self.cache.check()
         self.check_runtime_plugins(job)
-        await self.engine.refresh()
+        await self.scheduler_flavor.refresh()
         self.lifecycle.check(job, self.allowed_virtual_clusters)
         names = make_names(job, self.user)
         if self.views.taken(names.job_id):
             raise self.lifecycle.conflict(names)
-        built = self.engine.build(job, names)
+        built = self.scheduler_flavor.build(job, names)
         if needs_job_key(job):  # made here, so no builder output holds it
             pair = generate_key_pair(f"jupyter-pai job {names.job_id}")
             add_job_key(built.objects, names, pair)
         primary = await self.lifecycle.create(built.objects, built.primary, names)
         await self._until_cached(names.job_id)
-        view = job_view(job, names, primary, [])
+        view = job_view(job, names, primary, [], flavor=self.scheduler_flavor)
         view.waiting_reason = "submitted; waiting for the scheduler"
         return detail(primary, job, names, view)
 
@@ -382,6 +384,21 @@ class KubernetesBackend(Backend):
             "127.0.0.1", port, socket=await self.port_forwards.local_socket(pod, port)
         )
 
+    async def forward_ports(self, job: JobDetail, ports: list[int]) -> PortForward:
+        forward = PortForward(self, self.running_pod(job), ports)
+        await forward.start()
+        return forward
+
+    def running_pod(self, job: JobDetail) -> str:
+        """The name of the job's running pod at its first task's IP."""
+        names = JobNames.from_annotations(self.views.primary(job.id)["metadata"]["annotations"])
+        ip = job.tasks[0].ip
+        for _, _, pod in self.views.pods(names):
+            status = pod.get("status") or {}
+            if status.get("phase") == "Running" and status.get("podIP") == ip:
+                return str(pod["metadata"]["name"])
+        raise Unavailable(f"job {job.id} has no running pod at {ip}")
+
     async def utilisation(self, job_id: str) -> JobUtilisation:
         job = self.views.detail(job_id)
         d = self.views.view(self.views.primary(job_id))
@@ -416,7 +433,7 @@ class KubernetesBackend(Backend):
         return out
 
     def _pod_gpus(self, pod: Obj) -> int:
-        held = self.engine.pod_gpus(pod)
+        held = self.scheduler_flavor.pod_gpus(pod)
         return requested_gpus(pod, self.gpu_resource) if held is None else held
 
     async def _cluster_total(self) -> Resources:
@@ -424,11 +441,11 @@ class KubernetesBackend(Backend):
             nodes = await self._rest().get(path(NODE, None))
         except (ApiError, Unavailable):
             return Resources()
-        return vcs.cluster_total(nodes.get("items") or [], self.gpu_resource)
+        return vc_usage.cluster_total(nodes.get("items") or [], self.gpu_resource)
 
     async def virtual_clusters(self) -> list[VirtualCluster]:
         self.cache.check()
-        await self.engine.refresh()
+        await self.scheduler_flavor.refresh()
         jobs = await self.list_jobs()
         cluster = await self._cluster_total()
         return self.views.virtual_clusters(jobs, cluster, self.allowed_virtual_clusters)

@@ -1,7 +1,8 @@
 """Job creations a killed process left half-done. A job's Secret and headless Service are
-created before its primary object where the flavour's primary comes last (Volcano,
-Kueue), and get the primary as owner only once it exists (:meth:`.JobLifecycle.create`);
-the rollback of a failed creation does not run in a process killed with SIGKILL. Such an
+created before its primary object where the flavor's primary comes last (the scheduler's
+own workload object), and get the primary as owner only once it exists
+(:meth:`.JobLifecycle.create`); the rollback of a failed creation does not run in a
+process killed with SIGKILL. Such an
 object has no owner: where its job exists it would outlive the job, and where the job
 was never made it would stay for good and keep the job's name taken (409 on the next
 submission under that name)."""
@@ -15,7 +16,7 @@ from .naming import LABEL_JOB, LABEL_USER, label_value
 from .resources import SECRET, SERVICE, Kind, owner_reference
 from .rest import Obj, Rest, path
 
-#: The kinds a flavour may create before its primary.
+#: The kinds a flavor may create before its primary.
 EARLY_KINDS = (SECRET, SERVICE)
 
 

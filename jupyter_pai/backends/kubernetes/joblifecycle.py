@@ -1,7 +1,7 @@
 """Writing a job's objects: the checks a submission needs the cluster for, creation in
-order with rollback, and ending a job through its flavour's steps — when its user stops it,
+order with rollback, and ending a job through its flavor's steps — when its user stops it,
 or when OpenPAI's completion policy has decided while pods still run and the scheduler does
-not act on that decision itself (native always; Volcano for what its policies cannot count).
+not act on that decision itself (``Flavor.ends_itself``).
 
 Endings are watched for, not waited for: every change the watch cache sees to a job's pods
 or primary re-derives that job's view, so a running backend ends a decided job within a
@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import Conflict, FieldError, Forbidden, SpecError, Unavailable
 from ...spec.protocol import JobProtocol
-from ..completion import Decision
+from ..completion_policy import Decision
 from ..models import JobState
 from .flavors import StopStep
 from .jobviews import OWNED, Derived, JobViews
@@ -58,7 +58,7 @@ class JobLifecycle:
 
     def check(self, job: JobProtocol, allowed: Sequence[str]) -> None:
         """Refuse, field by field, what the cluster cannot run: a virtual cluster the user
-        may not use or the flavour does not have or cannot fit, a storage that is not there."""
+        may not use or the flavor does not have or cannot fit, a storage that is not there."""
         vc = job.virtual_cluster
         if allowed and vc not in allowed:
             raise SpecError(
@@ -99,6 +99,7 @@ class JobLifecycle:
         exists, those after it at creation. Any failure deletes what was created."""
         rest = self.rest()
         ns = self.namespace
+        own = self.flavor.own_kinds
         created: list[Obj] = []
         primary: Obj | None = None
         try:
@@ -108,7 +109,7 @@ class JobLifecycle:
                 if primary is not None:
                     body["metadata"]["ownerReferences"] = [owner_reference(primary)]
                 try:
-                    obj = await rest.create(kind_of(body), ns, body)
+                    obj = await rest.create(kind_of(body, own), ns, body)
                 except ApiError as error:
                     if error.status == 409 and i == primary_index:
                         raise self.conflict(names) from None
@@ -123,7 +124,7 @@ class JobLifecycle:
                     primary = obj
                     for earlier in created[:-1]:
                         await rest.patch(
-                            kind_of(earlier),
+                            kind_of(earlier, own),
                             ns,
                             earlier["metadata"]["name"],
                             {"metadata": {"ownerReferences": [owner_reference(primary)]}},
@@ -131,7 +132,7 @@ class JobLifecycle:
         except BaseException:
             for obj in reversed(created):
                 with contextlib.suppress(Exception):
-                    await rest.delete(kind_of(obj), ns, obj["metadata"]["name"])
+                    await rest.delete(kind_of(obj, own), ns, obj["metadata"]["name"])
             raise
         assert primary is not None
         return primary
@@ -139,7 +140,7 @@ class JobLifecycle:
     # -- stop and completion ---------------------------------------------------------------
 
     async def stop(self, job_id: str, user: str) -> tuple[Obj, Derived]:
-        """Mark the job stopped and run the flavour's stop steps; a job that has ended or is
+        """Mark the job stopped and run the flavor's stop steps; a job that has ended or is
         stopping is left as it is. The primary and view as they are afterwards."""
         primary = self.views.primary(job_id)
         names = JobNames.from_annotations(primary["metadata"]["annotations"])
@@ -257,7 +258,7 @@ class JobLifecycle:
     ) -> None:
         """The completion policy decided while pods still run (a chief that succeeded while
         its workers run) and the scheduler will not end the job itself: record the outcome
-        and run the flavour's ending steps, once, in the background (:meth:`drain` waits)."""
+        and run the flavor's ending steps, once, in the background (:meth:`drain` waits)."""
         annotations = primary["metadata"].get("annotations") or {}
         decision = view.decision
         if (

@@ -1,4 +1,4 @@
-"""Jobs as the API shows them, read from the shared watch cache: which reflectors a flavour
+"""Jobs as the API shows them, read from the shared watch cache: which reflectors a flavor
 needs, and what is derived from a job's objects (spec, state, waiting reason, summary),
 memoised per job so that listing jobs costs no API-server request and little CPU."""
 
@@ -78,7 +78,7 @@ class JobViews:
         self.namespace = namespace
         self.cache = WatchCache()
         self.on_view: ViewHook | None = None
-        # Reflector name of each kind the flavour asked for.
+        # Reflector name of each kind the flavor asked for.
         self._kinds: dict[Kind, str] = {}
         # By primary uid; valid while the key `_key` computes from the cache holds.
         self._derived: dict[str, Derived] = {}
@@ -89,7 +89,7 @@ class JobViews:
     # -- wiring ----------------------------------------------------------------------------
 
     def watch(self, rest: Rest, *, claims_selector: str | None) -> None:
-        """Add the reflectors: primaries, pods, events, the flavour's kinds, then claims."""
+        """Add the reflectors: primaries, pods, events, the flavor's kinds, then claims."""
         ns, flavor = self.namespace, self.flavor
         self.cache.add(
             "primary",
@@ -143,11 +143,11 @@ class JobViews:
         self.cache.add(name, reflector)
 
     def reflector(self, kind: Kind) -> Reflector:
-        """The watch of one of the flavour's kinds."""
+        """The watch of one of the flavor's kinds."""
         return self.cache[self._kinds[kind]]
 
     def objects(self, kind: Kind) -> list[Obj]:
-        """Every watched object of one of the flavour's kinds."""
+        """Every watched object of one of the flavor's kinds."""
         return self.reflector(kind).values()
 
     # -- one job ---------------------------------------------------------------------------
@@ -178,7 +178,7 @@ class JobViews:
         return out
 
     def related(self, names: JobNames, primary: Obj) -> dict[Kind, list[Obj]]:
-        """The job's objects of the flavour's namespaced kinds: labelled with it or owned."""
+        """The job's objects of the flavor's namespaced kinds: labelled with it or owned."""
         out = {}
         for kind in (*self.flavor.extra_kinds, *self.flavor.foreign_kinds):
             reflector = self.cache[self._kinds[kind]]
@@ -188,7 +188,7 @@ class JobViews:
         return out
 
     def owned(self, kind: Kind, owner: str) -> list[Obj]:
-        """The watched objects of one of the flavour's namespaced kinds owned by (or
+        """The watched objects of one of the flavor's namespaced kinds owned by (or
         labelled with) ``owner``."""
         return list(self.cache[self._kinds[kind]].by_index(owner))
 
@@ -261,7 +261,14 @@ class JobViews:
         else:
             job = JobProtocol.model_validate(json.loads(meta["annotations"][ANN_SPEC]))
             names = JobNames.from_annotations(meta["annotations"])
-        view = job_view(job, names, primary, self.pods(names), archives=self.archives(names))
+        view = job_view(
+            job,
+            names,
+            primary,
+            self.pods(names),
+            archives=self.archives(names),
+            flavor=self.flavor,
+        )
         if view.state == JobState.WAITING:
             related = self.related(names, primary)
             caps = self.virtual_cluster_caps() or {}
@@ -325,7 +332,7 @@ class JobViews:
 
     def virtual_cluster_caps(self) -> dict[str, VirtualCluster] | None:
         """Virtual clusters by name without jobs' counts (waiting reasons, submission
-        checks); None where the flavour lists none."""
+        checks); None where the flavor lists none."""
         found = self.flavor.virtual_clusters(self.objects, [], None)
         return None if found is None else {v.name: v for v in found}
 

@@ -1,20 +1,21 @@
 """The logs of attempts whose pods are deleted while their job goes on.
 
-A scheduler that preempts a job deletes its pods (Volcano's ``reclaim`` evicts them, the
-job's ``PodEvicted → RestartJob`` policy makes new ones of the same names), and Kubernetes
-drops a pod's log with the pod. So a running backend watches for pods of its jobs that are
-being deleted while their job neither ends nor stops, follows each one's log until its
-container exits, and keeps the log's last :data:`KEEP_BYTES` in a ConfigMap owned by the
-job's primary object: the cluster keeps it, the garbage collector removes it with the job,
-and every backend lists those attempts (``states.tasks_from_pods``). With no jupyter-pai
-process running when the pods go, their logs go with them (the README says so).
+A scheduler that preempts a job deletes its pods (and, the job going on, makes new ones,
+often of the same names), and Kubernetes drops a pod's log with the pod. So a running
+backend watches for pods of its jobs that are being deleted while their job neither ends
+nor stops (its flavor says whether the scheduler ends it: ``Flavor.ended``), follows each
+one's log until its container exits, and keeps the log's last :data:`KEEP_BYTES` in a
+ConfigMap owned by the job's primary object: the cluster keeps it, the garbage collector
+removes it with the job, and every backend lists those attempts
+(``states.tasks_from_pods``). Nothing keeps the logs of pods that go while no jupyter-pai
+process runs: no one is watching then.
 
 The race with the deletion is short: kubelet removes a pod as soon as its container has
 exited on SIGTERM. Where the scheduler marks an eviction before the pods go, the logs are
-followed from that mark: Kueue's Workload (``Flavor.evicted_at``), a moment earlier still
-than the deletion; vc-scheduler's condition on the pod (``Flavor.pod_evicted``), one
-request earlier. An attempt whose log was gone before it could be read is still kept, as
-a ConfigMap saying so, so the task's attempts stay numbered as they ran."""
+followed from that mark: on an object of the job (``Flavor.evicted_at``), or on the pod
+(``Flavor.pod_evicted``), a moment before the deletion. An attempt whose log was gone
+before it could be read is still kept, as a ConfigMap saying so, so the task's attempts
+stay numbered as they ran."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ..logredaction import LogRedactor, LogSecrets
+from .flavors import Flavor
 from .jobviews import JobViews, labels_and_owners
 from .logs import pod_log, secret_values
 from .naming import (
@@ -42,7 +44,6 @@ from .naming import (
 )
 from .resources import CONFIG_MAP, owner_reference
 from .rest import ApiError, Obj, Rest
-from .states import VOLCANO_ENDING
 
 ANN_POD = f"{DOMAIN}/pod"
 ANN_DROPPED = f"{DOMAIN}/dropped-bytes"
@@ -68,11 +69,10 @@ def started(pod: Obj) -> bool:
     return False
 
 
-def goes_on(primary: Obj) -> bool:
-    """The job neither ends nor stops."""
+def goes_on(primary: Obj, flavor: Flavor) -> bool:
+    """The job neither ends nor stops (by its stop mark, or by the scheduler's account)."""
     annotations = primary["metadata"].get("annotations") or {}
-    phase = ((primary.get("status") or {}).get("state") or {}).get("phase")
-    return not annotations.get(ANN_STOP) and phase not in (*VOLCANO_ENDING, "Aborting", "Aborted")
+    return not annotations.get(ANN_STOP) and flavor.ended(primary) is None
 
 
 def lost_note(pod: Obj, error: Exception) -> bytes:
@@ -92,7 +92,7 @@ def archive_manifest(
     *,
     lost: bool = False,
 ) -> Obj:
-    """``where``: the pod's (role slug, index), as the flavour reads them; ``lost``: ``log``
+    """``where``: the pod's (role slug, index), as the flavor reads them; ``lost``: ``log``
     is :func:`lost_note`, not the pod's."""
     labels = pod["metadata"].get("labels") or {}
     dropped = max(0, len(log) - KEEP_BYTES)
@@ -168,7 +168,7 @@ class LogArchiver:
         if not base or not (deleting or marked):
             return
         primary = self.views.cache["primary"].get(base)
-        if primary is not None and started(pod) and goes_on(primary):
+        if primary is not None and started(pod) and goes_on(primary, self.views.flavor):
             self._follow(primary, pod, marked=marked)
 
     def _eviction_changed(self, obj: Obj) -> None:
@@ -178,7 +178,7 @@ class LogArchiver:
             return
         for base in filter(None, labels_and_owners(obj)):
             primary = self.views.cache["primary"].get(base)
-            if primary is None or not goes_on(primary):
+            if primary is None or not goes_on(primary, self.views.flavor):
                 continue
             for pod in self.views.cache["pods"].by_index(base):
                 if started(pod) and str(pod["metadata"].get("creationTimestamp", "")) <= since:
@@ -225,7 +225,7 @@ class LogArchiver:
             if not now["metadata"].get("deletionTimestamp"):
                 return False
         primary = self.views.cache["primary"].get(meta.get("labels", {}).get(LABEL_JOB, ""))
-        return primary is not None and goes_on(primary)
+        return primary is not None and goes_on(primary, self.views.flavor)
 
     async def _archive(
         self,

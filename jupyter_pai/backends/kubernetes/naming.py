@@ -84,7 +84,7 @@ class JobNames:
         return f"{self.base}-secrets"
 
     def role_object(self, role: str) -> str:
-        """Per-role object (a batch Job, a JobSet replicated job, a Volcano task)."""
+        """Per-role object (a batch Job, a replicated job or task of the workload object)."""
         return f"{self.base}-{self.roles[role]}"
 
     def pod_host(self, role: str, index: int) -> str:

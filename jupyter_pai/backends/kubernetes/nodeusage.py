@@ -34,7 +34,8 @@ def node_resources(
     gpus_of: Callable[[Obj], int] | None = None,
 ) -> list[NodeResources]:
     """``job_ids``: a job's base name (the pods' job label) → its id. ``gpus_of``: the GPUs
-    a pod holds (HiveD gives them itself); default: what its containers request."""
+    a pod holds (where the scheduler, not the device plugin, gives them); default: what
+    its containers request."""
     out: dict[str, NodeResources] = {}
     for obj in nodes:
         name = obj["metadata"]["name"]

@@ -1,4 +1,4 @@
-"""The pod template every flavour shares: command, environment contract, resources,
+"""The pod template every flavor shares: command, environment contract, resources,
 secrets, shared memory and storages. Pure: job spec in, plain dicts out."""
 
 from __future__ import annotations

@@ -49,6 +49,18 @@ def _forwarding_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+async def open_stream(ws: WsApiClient, namespace: str, pod: str, port: int) -> Any:
+    """The API server's port-forward WebSocket to ``port`` of ``pod`` (``async with`` it)."""
+    return await ws.call_api(
+        path(POD, namespace, pod, "portforward"),
+        "GET",
+        query_params=[("ports", str(port))],
+        header_params={},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+
+
 async def _there(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the forwarding loop and await it from this one."""
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, _forwarding_loop()))
@@ -114,14 +126,7 @@ class PortForward:
     ) -> None:
         assert self._ws is not None
         try:
-            connect: Any = await self._ws.call_api(
-                path(POD, self.namespace, self.pod, "portforward"),
-                "GET",
-                query_params=[("ports", str(port))],
-                header_params={},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-            )
+            connect = await open_stream(self._ws, self.namespace, self.pod, port)
             async with connect as ws:
                 upstream = asyncio.create_task(self._upstream(reader, ws))
                 try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,44 +37,28 @@ RESOURCE_QUOTA = Kind("v1", "ResourceQuota", "resourcequotas")
 NODE = Kind("v1", "Node", "nodes", namespaced=False)
 BATCH_JOB = Kind("batch/v1", "Job", "jobs")
 PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
-GANG_POD_GROUP = Kind("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
-VOLCANO_JOB = Kind("batch.volcano.sh/v1alpha1", "Job", "jobs")
-VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
-VOLCANO_QUEUE = Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", namespaced=False)
-VOLCANO_COMMAND = Kind("bus.volcano.sh/v1alpha1", "Command", "commands")
-JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets")
-KUEUE_LOCAL_QUEUE = Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues")
-KUEUE_WORKLOAD = Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads")
-KUEUE_CLUSTER_QUEUE = Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", False)
-
-BY_KIND = {
-    (k.api_version, k.kind): k
-    for k in (
-        POD,
-        EVENT,
-        SERVICE,
-        SECRET,
-        CONFIG_MAP,
-        PVC,
-        RESOURCE_QUOTA,
-        NODE,
-        BATCH_JOB,
-        PRIORITY_CLASS,
-        GANG_POD_GROUP,
-        VOLCANO_JOB,
-        VOLCANO_POD_GROUP,
-        VOLCANO_QUEUE,
-        VOLCANO_COMMAND,
-        JOBSET,
-        KUEUE_LOCAL_QUEUE,
-        KUEUE_WORKLOAD,
-        KUEUE_CLUSTER_QUEUE,
-    )
-}
+#: The kinds of the objects every flavor may make; a flavor's own are its module's.
+CORE_KINDS = (
+    POD,
+    EVENT,
+    SERVICE,
+    SECRET,
+    CONFIG_MAP,
+    PVC,
+    RESOURCE_QUOTA,
+    NODE,
+    BATCH_JOB,
+    PRIORITY_CLASS,
+)
 
 
-def kind_of(manifest: dict[str, object]) -> Kind:
-    return BY_KIND[(str(manifest["apiVersion"]), str(manifest["kind"]))]
+def kind_of(manifest: dict[str, object], own: Iterable[Kind] = ()) -> Kind:
+    """The kind of ``manifest``: a core one or one of ``own`` (a flavor's kinds)."""
+    key = (str(manifest["apiVersion"]), str(manifest["kind"]))
+    for kind in (*own, *CORE_KINDS):
+        if (kind.api_version, kind.kind) == key:
+            return kind
+    raise KeyError(key)
 
 
 def owner_reference(obj: dict[str, Any], kind: Kind | None = None) -> dict[str, Any]:

@@ -1,9 +1,9 @@
-"""Kubernetes and Volcano state → OpenPAI's job and task states, and why a job waits.
+"""Kubernetes objects → OpenPAI's job and task states, and why a job waits.
 
 Pure functions over plain dicts (objects as the API returns them), so every rule is unit
-tested without a cluster. Task states come from pods (the truth on every flavour); the job
-state from OpenPAI's completion policy over the tasks, the stop mark, and the workload's
-own phase where it has one (Volcano's, a JobSet's terminal condition)."""
+tested without a cluster. Task states come from pods (the truth on every flavor); the job
+state from OpenPAI's completion policy over the tasks, the stop mark, and what the
+scheduler's own object of the job says, as its flavor reads it (:class:`PrimaryReader`)."""
 
 from __future__ import annotations
 
@@ -12,32 +12,34 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from ...spec.protocol import JobProtocol
-from ..completion import Decision, decide
+from ..completion_policy import Decision, decide
 from ..envcontract import parse_port_list
 from ..models import JobState, TaskState
 from .naming import ANN_OUTCOME, ANN_POD_CREATED, ANN_STOP, JobNames
 
 Obj = dict[str, Any]
 
-VOLCANO_PHASES = {
-    "Pending": JobState.WAITING,
-    "Inqueue": JobState.WAITING,
-    "Running": JobState.RUNNING,
-    "Restarting": JobState.WAITING,
-    "Completing": JobState.RUNNING,
-    "Completed": JobState.SUCCEEDED,
-    "Terminating": JobState.RUNNING,
-    "Terminated": JobState.FAILED,
-    "Failed": JobState.FAILED,
-    "Aborting": JobState.STOPPING,
-    "Aborted": JobState.STOPPED,
-}
-#: Phases in which Volcano's controller ends the job (a lifecycle policy, ``minSuccess``, a
-#: command): the pods it deletes were killed, they did not fail.
-VOLCANO_ENDING = frozenset(("Completing", "Completed", "Terminating", "Terminated", "Failed"))
+
+@dataclass(frozen=True)
+class Ending:
+    """The scheduler's own account that it ends a job."""
+
+    #: SUCCEEDED or FAILED once it has ended the job; None while it is still ending it
+    #: (the pods it deletes meanwhile were killed, they did not fail), or where it stops it.
+    outcome: JobState | None = None
+    #: It stops the job, as a user's stop does.
+    stopped: bool = False
+
+
+class PrimaryReader(Protocol):
+    """What the scheduler's own object of a job says of it (a flavor reads it)."""
+
+    def ended(self, primary: Obj) -> Ending | None: ...
+    def phase(self, primary: Obj) -> str | None: ...
+    def restarts(self, primary: Obj) -> int: ...
 
 
 @dataclass
@@ -101,17 +103,11 @@ def parse_time(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
-def _terminated(pod: Obj) -> Obj | None:
+def _termination(pod: Obj, which: str = "state") -> Obj | None:
+    """How a container of the pod ended: its current ``state``, or its ``lastState`` (the
+    run before a restart in place)."""
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        term = (cs.get("state") or {}).get("terminated")
-        if term:
-            return dict(term)
-    return None
-
-
-def _last_terminated(pod: Obj) -> Obj | None:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        term = (cs.get("lastState") or {}).get("terminated")
+        term = (cs.get(which) or {}).get("terminated")
         if term:
             return dict(term)
     return None
@@ -210,7 +206,7 @@ def tasks_from_pods(
                 ]
                 failures = _restarts(pod) + len(task.earlier_pods)
                 task.retries = failures + len(task.archived_logs)
-                term = _terminated(pod)
+                term = _termination(pod)
                 if term is not None:
                     task.exit_code = int(term.get("exitCode") or 0)
                     task.exit_reason = term.get("reason")
@@ -220,7 +216,7 @@ def tasks_from_pods(
                     task.exit_reason = f"retrying after exit code {task.exit_code}"
                 if _retries_spent_in_place(pod, spec.task_retry_count):
                     # The kubelet would restart it for ever; the retries are spent.
-                    last = _last_terminated(pod) or {}
+                    last = _termination(pod, "lastState") or {}
                     task.state = TaskState.FAILED
                     task.exit_code = int(last.get("exitCode") or 1)
                     task.exit_reason = last.get("reason") or "Error"
@@ -245,13 +241,17 @@ def job_view(
     *,
     waiting_reason: str | None = None,
     archives: Sequence[tuple[str | None, int | None, Obj]] = (),
+    flavor: PrimaryReader | None = None,
 ) -> JobView:
+    """``flavor``: reads ``primary``; None: a primary that says nothing of the job."""
     annotations = (primary.get("metadata") or {}).get("annotations") or {}
-    status = primary.get("status") or {}
-    volcano_phase = (status.get("state") or {}).get("phase") if "state" in status else None
-    jobset_end = jobset_terminal(status)
-    stop = bool(annotations.get(ANN_STOP)) or volcano_phase in ("Aborting", "Aborted")
-    ending = volcano_phase in VOLCANO_ENDING or jobset_end is not None
+    end, phase, restarts = (
+        (flavor.ended(primary), flavor.phase(primary), flavor.restarts(primary))
+        if flavor is not None
+        else (None, None, 0)
+    )
+    stop = bool(annotations.get(ANN_STOP)) or (end is not None and end.stopped)
+    ending = end is not None and not end.stopped
     tasks = tasks_from_pods(job, names, pods, stopped=stop, killed=ending, archives=archives)
     active = [
         p["metadata"]["name"]
@@ -262,9 +262,9 @@ def job_view(
     ended = [t.completed for t in tasks if t.completed]
     view = JobView(
         state=JobState.WAITING,
-        sub_state=volcano_phase,
+        sub_state=phase,
         tasks=tasks,
-        retries=int(status.get("retryCount") or status.get("restarts") or 0),
+        retries=restarts,
         launched=min(started) if started else None,
         completed=max(ended) if ended else None,
         active_pods=active,
@@ -299,12 +299,8 @@ def job_view(
         )
         view.decision = decision
         return view
-    if volcano_phase in ("Failed", "Terminated", "Completed"):
-        view.state = VOLCANO_PHASES[volcano_phase]
-        view.exit_code = 0 if view.state == JobState.SUCCEEDED else 1
-        return view
-    if jobset_end is not None:
-        view.state = jobset_end
+    if end is not None and end.outcome is not None:
+        view.state = end.outcome
         view.exit_code = 0 if view.state == JobState.SUCCEEDED else 1
         return view
     if any(t.state == TaskState.RUNNING for t in tasks) or any(t.state.terminal for t in tasks):
@@ -313,15 +309,6 @@ def job_view(
     view.state = JobState.WAITING
     view.waiting_reason = waiting_reason or "waiting for the scheduler to place the job's pods"
     return view
-
-
-def jobset_terminal(status: Obj) -> JobState | None:
-    """A JobSet's end as its controller decided it (its ``Completed`` / ``Failed``
-    condition), None while it goes on (or for any other kind)."""
-    for cond in status.get("conditions") or []:
-        if cond.get("status") == "True" and cond.get("type") in ("Completed", "Failed"):
-            return JobState.SUCCEEDED if cond["type"] == "Completed" else JobState.FAILED
-    return None
 
 
 # -- why a job waits ----------------------------------------------------------------------

@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.stream import WsApiClient
 
 from ...errors import FieldError, Forbidden, NotFound, Unavailable
@@ -38,6 +37,7 @@ from ..storage_fs import clean_relative
 from .naming import ANN_USER, LABEL_USER, label_value, slug
 from .owner import ANN_OWNER, ProcessOwner
 from .pods import PodOptions
+from .portforward import open_stream
 from .resources import POD
 from .rest import ApiError, Rest, path
 
@@ -87,7 +87,7 @@ class HelperPods:
         self.exit_after = idle + 60.0 if exit_after is None else exit_after
         self.start_timeout = start_timeout
         self.helpers: dict[str, _Helper] = {}
-        self._ws: ApiClient | None = None
+        self._ws: WsApiClient | None = None
 
     def manifest(self, claim: str, token: str) -> dict[str, Any]:
         spec: dict[str, Any] = {
@@ -289,14 +289,7 @@ class HelperPods:
         if self._ws is None:
             self._ws = WsApiClient(configuration=self.rest.api.configuration)
         self.rest.requests += 1
-        connect = await self._ws.call_api(
-            path(POD, self.namespace, helper.name, "portforward"),
-            "GET",
-            query_params=[("ports", str(PORT))],
-            header_params={},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-        )
+        connect = await open_stream(self._ws, self.namespace, helper.name, PORT)
         request = (
             f"GET /?path={quote(rel)} HTTP/1.1\r\nHost: helper\r\n"
             f"X-Token: {helper.token}\r\nConnection: close\r\n\r\n"

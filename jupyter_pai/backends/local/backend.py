@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
-import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,10 +17,9 @@ from traitlets import Dict, Float, Unicode, default
 from ... import __version__
 from ...errors import BadRequest, Conflict, FieldError, NotFound, SpecError
 from ...spec.protocol import JobProtocol
-from ...spec.render import public_spec, secret_values
+from ...spec.render import secret_values
 from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
-from ..envcontract import port_requests
 from ..logfiles import LogStart, begin_reading, stream_file, tail_offset
 from ..logredaction import LogSecrets
 from ..models import (
@@ -34,7 +31,6 @@ from ..models import (
     JobSummary,
     JobUtilisation,
     NodeResources,
-    Resources,
     Storage,
     StorageListing,
     TaskState,
@@ -43,14 +39,15 @@ from ..models import (
 )
 from ..taskports import PortAddress
 from ..utilisation import job_utilisation
-from . import gpus
+from . import capacity, gpus
 from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
 from .hostusage import HostUsage
+from .jobviews import JobViews, new_record
 from .listeners import PortOwners
 from .nvml import NvmlGpus
 from .processes import alive
-from .records import JobRecord, TaskRecord, now
-from .scheduler import vc_limit, vc_policies, vc_usage
+from .records import JobRecord, now
+from .scheduler import vc_limit, vc_policies
 from .store import StateStore
 
 HOUSEKEEPING_SECONDS = 10.0
@@ -63,6 +60,7 @@ class LocalBackend(Backend):
     same jobs, and running jobs survive a server restart."""
 
     name = "local"
+    tasks_run_here = True
 
     gpu_slots = AnyTrait(
         None,
@@ -129,13 +127,7 @@ class LocalBackend(Backend):
         self.slots = self._slots()
         self.policies = vc_policies(self.virtual_clusters_config, len(self.slots))
         self.capacities = {name: p.guaranteed for name, p in self.policies.items()}
-        self._summaries: dict[str, tuple[int, JobRecord]] = {}
-        self._listed: tuple[str, list[JobSummary]] | None = None
-        # One re-list at a time: clients that ask together (every open panel after a
-        # change, or at a server's start) wait for it instead of each reading every record.
-        self._relisting = threading.Lock()
-        # Each record's summary, made again only when ``_read`` gave a new record.
-        self._made: dict[str, tuple[JobRecord, JobSummary]] = {}
+        self.views = JobViews(self.store)
         self._secrets: dict[str, tuple[datetime, LogSecrets]] = {}
         self.nvml = NvmlGpus()
         self.host_usage = HostUsage()
@@ -160,7 +152,7 @@ class LocalBackend(Backend):
             self._housekeeper = asyncio.create_task(self._housekeep())
         # Read every record once now, off the loop: the first listing otherwise costs the
         # first panels that open (about a second at 5,000 jobs), and all that wait behind it.
-        self._warming = asyncio.ensure_future(asyncio.to_thread(self._listing))
+        self._warming = asyncio.ensure_future(asyncio.to_thread(self.views.listing))
 
     def _start_sync(self) -> None:
         with self.store.locked():
@@ -195,79 +187,33 @@ class LocalBackend(Backend):
 
     async def info(self) -> Info:
         return Info(
-            backend=self.name, version=__version__, user=self.user, gpu_slots=len(self.slots)
+            backend=self.name,
+            version=__version__,
+            user=self.user,
+            gpu_slots=len(self.slots),
+            tasks_run_here=self.tasks_run_here,
         )
 
-    def _read(self, job_id: str) -> JobRecord:
-        # Plain strings, not Path objects: a listing stats every job's record.
-        path = os.path.join(self.store.jobs_dir, job_id, "job.json")
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except (OSError, ValueError):  # absent, or no possible name (too long, a NUL)
-            raise NotFound(f"no job {job_id!r}") from None
-        cached = self._summaries.get(job_id)
-        # Only an ended job's record never changes again; file times are too coarse (a few
-        # ms) to tell two quick writes of a running job's record apart.
-        if cached and cached[0] == mtime and cached[1].state.terminal:
-            return cached[1]
-        rec = self.store.read_job(job_id)
-        self._summaries[job_id] = (mtime, rec)
-        return rec
+    async def virtual_clusters(self) -> list[VirtualCluster]:
+        records = await asyncio.to_thread(self.views.all)
+        return capacity.virtual_clusters(records, len(self.slots), self.policies)
 
-    def _all(self) -> list[JobRecord]:
-        records = []
-        # Every directory but those being created (".new-…"); one without a record yet is
-        # skipped by ``_read`` (NotFound), so no second stat per job here.
-        for job_id in sorted(os.listdir(self.store.jobs_dir)):
-            if job_id.startswith("."):
-                continue
-            with contextlib.suppress(NotFound, ValueError):
-                records.append(self._read(job_id))
-        return records
+    async def events(self, job_id: str) -> list[JobEvent]:
+        await asyncio.to_thread(self.views.read, job_id)
+        return await asyncio.to_thread(self.store.read_events, job_id)
 
     async def jobs_version(self) -> str | None:
         return await asyncio.to_thread(self.store.generation)
 
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
-        jobs = await asyncio.to_thread(self._listing)
+        jobs = await asyncio.to_thread(self.views.listing)
         if query is not None:
             jobs = [j for j in jobs if query.matches(j)]
         return list(jobs)
 
-    def _listing(self) -> list[JobSummary]:
-        """Every job's summary, newest first; read again only when the store's generation
-        moved (taken first, so the cached list is never older than its tag)."""
-        generation = self.store.generation()
-        listed = self._listed
-        if listed is not None and listed[0] == generation:
-            return listed[1]
-        with self._relisting:
-            listed = self._listed
-            if listed is not None and listed[0] == generation:
-                return listed[1]  # made meanwhile by the request this one waited for
-            return self._relist(generation)
-
-    def _relist(self, generation: str) -> list[JobSummary]:
-        made = self._made
-        self._made = {
-            r.id: made[r.id] if r.id in made and made[r.id][0] is r else (r, summary(r))
-            for r in self._all()
-        }
-        jobs = sorted(
-            (s for _, s in self._made.values()),
-            key=lambda j: (j.submission_time, j.id),
-            reverse=True,
-        )
-        self._listed = (generation, jobs)
-        return jobs
-
     async def get_job(self, job_id: str) -> JobDetail:
         # One hop: the record, the spec and their validation off the loop together.
-        return await asyncio.to_thread(self._detail, job_id)
-
-    def _detail(self, job_id: str) -> JobDetail:
-        rec = self._read(job_id)
-        return detail(rec, JobProtocol.model_validate(self.store.read_spec(job_id)))
+        return await asyncio.to_thread(self.views.detail, job_id)
 
     def _secrets_of(self, rec: JobRecord) -> LogSecrets:
         """The job's secret values, to redact from its logs. A spec never changes once
@@ -281,65 +227,6 @@ class LocalBackend(Backend):
         )
         self._secrets[rec.id] = (rec.submission_time, values)
         return values
-
-    async def virtual_clusters(self) -> list[VirtualCluster]:
-        records = await asyncio.to_thread(self._all)
-        cpus = float(os.cpu_count() or 1)
-        memory = _memory_mb()
-        usage = vc_usage(records, len(self.slots), self.policies)
-        result = []
-        for name, policy in self.policies.items():
-            mine = [r for r in records if r.virtual_cluster == name]
-            running = [r for r in mine if r.state in (JobState.RUNNING, JobState.STOPPING)]
-            queued = [r for r in mine if r.state == JobState.WAITING]
-            gpus = usage[name]
-            used = Resources(
-                gpu=gpus.used,
-                cpu=sum(r.total_cpu for r in running),
-                memory_mb=sum(r.total_memory_mb for r in running),
-            )
-            result.append(
-                VirtualCluster(
-                    name=name,
-                    capacity=Resources(gpu=gpus.limit, cpu=cpus, memory_mb=memory),
-                    used=used,
-                    free=Resources(
-                        gpu=gpus.free,
-                        cpu=max(0.0, cpus - used.cpu),
-                        memory_mb=max(0, memory - used.memory_mb),
-                    ),
-                    running_jobs=len(running),
-                    queued_jobs=len(queued),
-                    queued=Resources(
-                        gpu=sum(r.total_gpus for r in queued),
-                        cpu=sum(r.total_cpu for r in queued),
-                        memory_mb=sum(r.total_memory_mb for r in queued),
-                    ),
-                    guaranteed_gpus=gpus.guaranteed,
-                    borrowed_gpus=gpus.borrowed,
-                    lent_gpus=gpus.lent,
-                    may_borrow=policy.borrow,
-                    may_lend=policy.lend,
-                    description=self._describe(name),
-                )
-            )
-        return result
-
-    def _describe(self, name: str) -> str:
-        policy = self.policies[name]
-        text = f"{policy.guaranteed} of this machine's {len(self.slots)} GPU slots"
-        if len(self.policies) == 1 and not policy.borrow:
-            return text
-        text += " guaranteed"
-        if policy.borrow:
-            text += "; borrows idle GPUs of other VCs (jobs on them may be preempted)"
-        if not policy.lend:
-            text += "; lends none"
-        return text
-
-    async def events(self, job_id: str) -> list[JobEvent]:
-        await asyncio.to_thread(self._read, job_id)
-        return await asyncio.to_thread(self.store.read_events, job_id)
 
     # -- submit and stop -----------------------------------------------------------------
 
@@ -489,7 +376,7 @@ class LocalBackend(Backend):
         """The task's role, its log file, the file's size, the offset to start from, the
         job's secret values (to redact) and the file opened there with its first chunk read;
         or the error that refuses the request."""
-        rec = self._read(job_id)
+        rec = self.views.read(job_id)
         role = query.role or rec.tasks[0].role
         try:
             rec.task(role, query.index)
@@ -535,6 +422,10 @@ class LocalBackend(Backend):
             raise NotFound(f"no storage {name!r}")
         return await storage_fs.read_path(name, Path(str(conf["path"])), path)
 
+    def storage_folder(self, name: str) -> str | None:
+        path = self.storages_config.get(name, {}).get("path")
+        return os.path.realpath(str(path)) if path else None
+
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
         # Tasks are processes of this machine; their ports are on its loopback, where
         # any process may have taken one before the task's app listened.
@@ -546,43 +437,24 @@ class LocalBackend(Backend):
         return PortAddress(task.ip or "127.0.0.1", port)
 
     async def nodes(self) -> list[NodeResources]:
-        # One node: this machine; its GPUs are the slots, requests the running tasks'.
-        records = await asyncio.to_thread(self._all)
-        holding = [r for r in records if r.state in (JobState.RUNNING, JobState.STOPPING)]
-        job = {
+        records = await asyncio.to_thread(self.views.all)
+        holding = [r for r in records if r.state in capacity.HOLDING]
+        specs = {
             r.id: JobProtocol.model_validate(await asyncio.to_thread(self.store.read_spec, r.id))
             for r in holding
         }
-        cpu = memory = 0.0
-        for r in holding:
-            for t in r.tasks:
-                if not t.state.terminal:  # held from admission, as its GPUs are
-                    res = job[r.id].task_roles[t.role].resource_per_instance
-                    cpu += res.cpu
-                    memory += res.memory_mb
-        used = sum(len(r.allocated_gpus) for r in holding)
         cpu_percent, memory_percent = await asyncio.to_thread(self.host_usage.percentages)
         devices = await asyncio.to_thread(self.nvml.readings)
         gpu_percents = [r.percent for r in (devices or {}).values() if r.percent is not None]
-        return [
-            NodeResources(
-                name=socket.gethostname(),
-                gpu_total=len(self.slots),
-                gpu_used=used,
-                gpu_free=max(0, len(self.slots) - used),
-                cpu_allocatable=float(os.cpu_count() or 1),
-                cpu_requested=round(cpu, 3),
-                memory_mb_allocatable=_memory_mb(),
-                memory_mb_requested=int(memory),
-                jobs=sorted(r.id for r in holding),
-                cpu_percent=cpu_percent,
-                memory_percent=memory_percent,
-                # Simulated slots have nothing to measure: no figure, not 0 %.
-                gpu_percent=round(sum(gpu_percents) / len(gpu_percents), 1)
-                if gpu_percents
-                else None,
-            )
-        ]
+        node = capacity.this_node(
+            holding,
+            specs,
+            len(self.slots),
+            cpu_percent=cpu_percent,
+            memory_percent=memory_percent,
+            gpu_percents=gpu_percents,
+        )
+        return [node]
 
     async def utilisation(self, job_id: str) -> JobUtilisation:
         job = await self.get_job(job_id)
@@ -595,81 +467,3 @@ class LocalBackend(Backend):
             (t.role, t.index): [devices[g] for g in t.gpus if g in devices] for t in job.tasks
         }
         return job_utilisation(job, readings, source="nvml")
-
-
-def new_record(job: JobProtocol, user: str, working_dir: str) -> JobRecord:
-    tasks = [
-        TaskRecord(
-            role=role,
-            index=i,
-            gpu_request=spec.resource_per_instance.gpu,
-            port_request=port_requests(job, role),
-        )
-        for role, spec in job.task_roles.items()
-        for i in range(spec.instances)
-    ]
-    return JobRecord(
-        id=f"{user}~{job.name}",
-        name=job.name,
-        user=user,
-        virtual_cluster=job.virtual_cluster,
-        kind=job.extras.kind,
-        total_gpus=job.total_gpus,
-        total_tasks=len(tasks),
-        total_roles=len(job.task_roles),
-        total_cpu=sum(s.instances * s.resource_per_instance.cpu for s in job.task_roles.values()),
-        total_memory_mb=sum(
-            s.instances * s.resource_per_instance.memory_mb for s in job.task_roles.values()
-        ),
-        working_dir=working_dir,
-        tasks=tasks,
-    )
-
-
-def summary(rec: JobRecord) -> JobSummary:
-    return JobSummary(
-        id=rec.id,
-        name=rec.name,
-        user=rec.user,
-        state=rec.state,
-        sub_state=rec.sub_state,
-        virtual_cluster=rec.virtual_cluster,
-        kind=rec.kind,
-        retries=rec.retries,
-        submission_time=rec.submission_time,
-        launched_time=rec.launched_time,
-        completed_time=rec.completed_time,
-        exit_code=rec.exit_code,
-        total_gpu_number=rec.total_gpus,
-        total_task_number=rec.total_tasks,
-        total_task_role_number=rec.total_roles,
-        waiting_reason=rec.waiting_reason,
-    )
-
-
-def detail(rec: JobRecord, job: JobProtocol) -> JobDetail:
-    tasks = [
-        TaskStatus(
-            role=t.role,
-            index=t.index,
-            state=t.state,
-            node="localhost",
-            ip="127.0.0.1" if t.started_time else None,
-            gpu_number=t.gpu_request,
-            gpus=t.gpus,
-            ports=t.ports,
-            exit_code=t.exit_code,
-            exit_reason=t.exit_reason,
-            retries=t.retries,
-            started_time=t.started_time,
-            completed_time=t.completed_time,
-        )
-        for t in rec.tasks
-    ]
-    return JobDetail(**summary(rec).model_dump(), spec=public_spec(job), tasks=tasks)
-
-
-def _memory_mb() -> int:
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1024 * 1024))
-    return 0

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from ...spec.protocol import JobProtocol
-from ..completion import Decision, decide
+from ..completion_policy import Decision, decide
 from ..models import JobState, TaskState
 from .admission import load_config, requeue, schedule
 from .bootstrap import early_signals

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import FieldError
-from ..uses import PluginUse
+from ...spec.pluginparams.uses import PluginUse
 from .base import BACKENDS, KUBERNETES, LOCAL, Plugin, Sections
 from .cmd import Cmd
 from .git import Git

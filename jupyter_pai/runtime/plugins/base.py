@@ -1,14 +1,15 @@
-"""What a runtime plugin module provides: checks at submission, the ports it needs, and the
-shell it adds around the user's commands."""
+"""What a runtime plugin module provides: warnings at submission, the ports it needs, and
+the shell it adds around the user's commands. Its parameters are checked with the job
+(:mod:`jupyter_pai.spec.pluginparams`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ...errors import FieldError
+from ...spec.pluginparams.uses import PluginUse
 from ...spec.protocol import JobProtocol
-from ..uses import PluginUse
 
 LOCAL = "local"
 KUBERNETES = "kubernetes"
@@ -31,10 +32,6 @@ class Plugin:
     #: Backends that run it; on the others it is a warning at submission and runs nothing.
     backends: ClassVar[frozenset[str]] = BACKENDS
 
-    def errors(self, use: PluginUse) -> list[FieldError]:
-        """Parameters OpenPAI's plugin would fail on (refused at submission)."""
-        return []
-
     def warnings(self, use: PluginUse, job: JobProtocol, backend: str) -> list[FieldError]:
         return []
 
@@ -50,12 +47,3 @@ class Plugin:
             use.path,
             f"runtime plugin {use.name} is not supported on the {backend} backend; it is ignored",
         )
-
-
-def command_lines(value: Any) -> list[str] | None:
-    """A list of shell lines (a single text is one line); None when it is neither."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    return None

@@ -2,200 +2,25 @@
 relative to the task's working directory, before the user's commands. Like OpenPAI, a
 ``clone_dir`` that exists and is not empty fails the task (git refuses to clone into it).
 
-Every value is data. ``options`` are split into words as OpenPAI's GitPython splits them
-(like a shell) and each word is passed as one quoted argument; ``--`` comes before the
-repository and the directory. Options are checked against a list of git clone options
-that only choose what to fetch: GitPython refuses those that run commands or set git's
-configuration (``--upload-pack``, ``-u``, ``--config``, ``-c``, ``--template``, …) and
-remote-helper URLs (``ext::…`` runs a command); here an allow-list also covers git's
-abbreviated (``--upload-p``) and bundled (``-qu``) spellings."""
+Every value is data: each word of ``options`` (checked at submission, see
+:mod:`jupyter_pai.spec.pluginparams.git`) is passed as one quoted argument, and ``--``
+comes before the repository and the directory."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection
-
 from ...errors import FieldError
+from ...spec.pluginparams.cmd import command_lines
+from ...spec.pluginparams.git import option_words
+from ...spec.pluginparams.uses import PluginUse
 from ...spec.protocol import JobProtocol
-from ..shell import quoted_message, shell_word, split_words
-from ..uses import PluginUse
-from .base import LOCAL, Plugin, Sections, command_lines
+from ..shell import quoted_message, shell_word
+from .base import LOCAL, Plugin, Sections
 
 DEFAULT_CLONE_DIR = "code"
-#: Options whose value is the next word (or follows ``=``; short ones also ``-bmain``).
-VALUE_OPTIONS = frozenset(
-    {
-        "--branch",
-        "-b",
-        "--depth",
-        "--origin",
-        "-o",
-        "--jobs",
-        "-j",
-        "--filter",
-        "--shallow-since",
-        "--shallow-exclude",
-        "--reference",
-        "--reference-if-able",
-        "--revision",
-        "--server-option",
-    }
-)
-#: Options without a value (the first two may take ``=<pathspec>``).
-FLAG_OPTIONS = frozenset(
-    {
-        "--recurse-submodules",
-        "--recursive",
-        "--no-recurse-submodules",
-        "--shallow-submodules",
-        "--no-shallow-submodules",
-        "--remote-submodules",
-        "--no-remote-submodules",
-        "--also-filter-submodules",
-        "--single-branch",
-        "--no-single-branch",
-        "--no-tags",
-        "--sparse",
-        "--no-checkout",
-        "-n",
-        "--bare",
-        "--mirror",
-        "--local",
-        "-l",
-        "--no-local",
-        "--no-hardlinks",
-        "--shared",
-        "-s",
-        "--dissociate",
-        "--reject-shallow",
-        "--no-reject-shallow",
-        "--quiet",
-        "-q",
-        "--verbose",
-        "-v",
-        "--progress",
-        "--ipv4",
-        "-4",
-        "--ipv6",
-        "-6",
-    }
-)
-OPTIONAL_VALUE = frozenset({"--recurse-submodules", "--recursive"})
-#: ``<transport>::<address>``: git runs the remote helper ``git-remote-<transport>``.
-REMOTE_HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
-REFUSED = (
-    "is not an allowed git clone option: only options that choose what to fetch are passed "
-    "to git (--depth, --branch, --single-branch, --recurse-submodules, --filter, …); those "
-    "that run commands or set git's configuration (--upload-pack, -u, --config, -c, "
-    "--template, --separate-git-dir) are refused, as OpenPAI's GitPython refuses them"
-)
-
-Problem = tuple[int, str]
-
-
-def option_words(
-    options: list[str], secrets: Collection[str] = ()
-) -> tuple[list[str], Problem | None]:
-    """The words ``options`` pass to ``git clone``, and the first thing wrong with them as
-    (index of the item, message); ``secrets``: secret markers kept whole (see
-    :func:`~jupyter_pai.runtime.shell.split_words`)."""
-    words: list[str] = []
-    wants_value: str | None = None
-    for i, item in enumerate(options):
-        try:
-            item_words = split_words(item, secrets)
-        except ValueError as exc:
-            return words, (i, f"cannot be split into words as a shell does ({exc})")
-        for word in item_words:
-            words.append(word)
-            if wants_value is not None:
-                wants_value = None  # git takes the next word as the value, whatever it is
-                continue
-            name, has_value = word.split("=", 1)[0], "=" in word
-            short = word[:2] if re.fullmatch(r"-[A-Za-z0-9]", word[:2]) else None
-            if name in VALUE_OPTIONS and word.startswith("--"):
-                wants_value = None if has_value else name
-            elif name in FLAG_OPTIONS and (not has_value or name in OPTIONAL_VALUE):
-                pass
-            elif short in VALUE_OPTIONS:
-                wants_value = short if word == short else None  # else -bmain
-            elif word.startswith("-"):
-                return words, (i, f"{word!r} {REFUSED}")
-            else:
-                return words, (
-                    i,
-                    f"{word!r} is not an option (a value follows its option: --branch main)",
-                )
-    if wants_value is not None:
-        return words, (len(options) - 1, f"{wants_value} needs a value")
-    return words, None
-
-
-def _leading_dash(value: object) -> bool:
-    return isinstance(value, str) and value.startswith("-")
 
 
 class Git(Plugin):
     name = "git"
-
-    def errors(self, use: PluginUse) -> list[FieldError]:
-        p = use.parameters
-        errors: list[FieldError] = []
-        uri = p.get("repo_uri")
-        if not isinstance(uri, str) or not uri.strip():
-            errors.append(
-                FieldError(
-                    use.field_path("repo_uri"),
-                    "runtime plugin git: needs repo_uri, the repository to clone",
-                )
-            )
-        elif REMOTE_HELPER.match(uri):
-            errors.append(
-                FieldError(
-                    use.field_path("repo_uri"),
-                    f"runtime plugin git: {uri.split('::', 1)[0]}:: URLs make git run a remote "
-                    "helper (ext:: runs any command); they are refused, as OpenPAI's GitPython "
-                    "refuses them",
-                )
-            )
-        if "options" in p:
-            if command_lines(p["options"]) is None:
-                errors.append(
-                    FieldError(
-                        use.field_path("options"),
-                        "runtime plugin git: must be a list of git clone options",
-                    )
-                )
-            else:
-                errors += self._option_errors(use)
-        clone_dir = p.get("clone_dir")
-        if clone_dir is not None and (not isinstance(clone_dir, str) or not clone_dir.strip()):
-            errors.append(
-                FieldError(use.field_path("clone_dir"), "runtime plugin git: must be a directory")
-            )
-        for key in ("repo_uri", "clone_dir"):
-            if _leading_dash(p.get(key)):
-                errors.append(
-                    FieldError(
-                        use.field_path(key),
-                        "runtime plugin git: must not start with '-' (git would read it as an "
-                        "option)",
-                    )
-                )
-        return errors
-
-    def _option_errors(self, use: PluginUse) -> list[FieldError]:
-        value = use.parameters["options"]
-        _, problem = option_words(command_lines(value) or [], use.kept_secrets)
-        if problem is None:
-            return []
-        i, message = problem
-        path = use.field_path("options")
-        return [
-            FieldError(
-                path if isinstance(value, str) else f"{path}.{i}", f"runtime plugin git: {message}"
-            )
-        ]
 
     def warnings(self, use: PluginUse, job: JobProtocol, backend: str) -> list[FieldError]:
         tasks = sum(job.task_roles[r].instances for r in use.roles)

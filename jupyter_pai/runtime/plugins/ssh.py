@@ -16,16 +16,16 @@ a warning says how peers are reached instead.
 
 from __future__ import annotations
 
-import re
 import shlex
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ...errors import FieldError
+from ...spec.pluginparams.ssh import minutes
+from ...spec.pluginparams.uses import PluginUse, plugin_uses
 from ...spec.protocol import JobProtocol
 from ..shell import shell_word
-from ..uses import PluginUse, plugin_uses
 from .base import KUBERNETES, Plugin, Sections
 
 PRIVATE_KEY_VAR = "PAI_JOB_SSH_PRIVATE_KEY"
@@ -45,20 +45,6 @@ def script_text(name: str) -> str:
 def _true(value: Any) -> bool:
     # OpenPAI's test: str(value).lower() == "true" (so True and "True" count, "yes" not).
     return str(value).lower() == "true"
-
-
-def _minutes(value: Any) -> str | None:
-    """``sshbarrierTimeout`` as the whole number of minutes bash's arithmetic needs."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value >= 0:
-        return str(value)
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return str(int(value))
-    # ASCII digits only: the number goes into bash's arithmetic.
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
-        return value.strip()
-    return None
 
 
 def _userssh(p: dict[str, Any]) -> tuple[str, str] | None:
@@ -94,22 +80,6 @@ def _run(name: str, args: list[str]) -> str:
 class Ssh(Plugin):
     name = "ssh"
     backends = frozenset({KUBERNETES})
-
-    def errors(self, use: PluginUse) -> list[FieldError]:
-        p = use.parameters
-        errors: list[FieldError] = []
-        if "sshbarrierTimeout" in p and _minutes(p["sshbarrierTimeout"]) is None:
-            errors.append(
-                FieldError(
-                    use.field_path("sshbarrierTimeout"),
-                    "runtime plugin ssh: must be a whole number of minutes",
-                )
-            )
-        if "userssh" in p and not isinstance(p["userssh"], dict):
-            errors.append(
-                FieldError(use.field_path("userssh"), "runtime plugin ssh: must be {type, value}")
-            )
-        return errors
 
     def warnings(self, use: PluginUse, job: JobProtocol, backend: str) -> list[FieldError]:
         p = use.parameters
@@ -161,7 +131,7 @@ class Ssh(Plugin):
         # everything else it runs (``export -n``); only sshd.sh gets it.
         pre = [f'{PRIVATE_KEY_VAR}="${{{PRIVATE_KEY_VAR}-}}" {_run("sshd.sh", args)}']
         if jobssh and _true(p.get("sshbarrier")):
-            timeout = _minutes(p["sshbarrierTimeout"]) if "sshbarrierTimeout" in p else None
+            timeout = minutes(p["sshbarrierTimeout"]) if "sshbarrierTimeout" in p else None
             pre.append(_run("sshbarrier.sh", [timeout] if timeout else []))
         return Sections(pre=pre)
 

@@ -4,8 +4,8 @@ itself; the same here, with a warning at submission."""
 from __future__ import annotations
 
 from ...errors import FieldError
+from ...spec.pluginparams.uses import PluginUse
 from ...spec.protocol import JobProtocol
-from ..uses import PluginUse
 from .base import Plugin
 
 

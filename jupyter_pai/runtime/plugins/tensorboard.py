@@ -8,58 +8,19 @@ free port replaces it (a warning says so)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...errors import FieldError
+from ...spec.pluginparams.tensorboard import logdirs, port_number
+from ...spec.pluginparams.uses import PluginUse
 from ...spec.protocol import JobProtocol
 from ..shell import shell_word
-from ..uses import PluginUse
 from .base import LOCAL, Plugin, Sections
 
 LABEL = "tensorboard"
 PORT = f"${{PAI_CONTAINER_HOST_{LABEL}_PORT_LIST%%,*}}"
 
 
-def _port(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        port = int(value)
-    except (TypeError, ValueError):
-        return None
-    return port if 0 < port < 65536 else None
-
-
-def _logdirs(value: Any) -> dict[str, str] | None:
-    if isinstance(value, str) and value:
-        return {"logdir": value}
-    if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
-        return {str(k): v for k, v in value.items()}
-    return None
-
-
 class Tensorboard(Plugin):
     name = "tensorboard"
-
-    def errors(self, use: PluginUse) -> list[FieldError]:
-        p = use.parameters
-        errors: list[FieldError] = []
-        if not p:
-            return errors  # OpenPAI skips a tensorboard entry without parameters
-        if _logdirs(p.get("logdir")) is None:
-            errors.append(
-                FieldError(
-                    use.field_path("logdir"),
-                    "runtime plugin tensorboard: needs logdir, {name: path} of the logs to show",
-                )
-            )
-        if p.get("port") is not None and _port(p["port"]) is None:
-            errors.append(
-                FieldError(
-                    use.field_path("port"), "runtime plugin tensorboard: must be a port number"
-                )
-            )
-        return errors
 
     def warnings(self, use: PluginUse, job: JobProtocol, backend: str) -> list[FieldError]:
         if not use.parameters:
@@ -79,7 +40,7 @@ class Tensorboard(Plugin):
                     f"role ({first}), which this entry leaves out, so TensorBoard never starts",
                 )
             ]
-        port = _port(use.parameters.get("port"))
+        port = port_number(use.parameters.get("port"))
         if backend == LOCAL and port is not None:
             return [
                 FieldError(
@@ -93,16 +54,16 @@ class Tensorboard(Plugin):
     def ports(self, use: PluginUse, job: JobProtocol) -> dict[str, int | None]:
         if use.role != job.role_names[0] or not use.parameters:
             return {}
-        return {LABEL: _port(use.parameters.get("port"))}
+        return {LABEL: port_number(use.parameters.get("port"))}
 
     def sections(self, use: PluginUse, job: JobProtocol, backend: str) -> Sections:
         if use.role != job.role_names[0] or not use.parameters:
             return Sections()
-        logdirs = _logdirs(use.parameters.get("logdir")) or {}
-        if len(logdirs) == 1:
-            logdir = "--logdir=" + shell_word(next(iter(logdirs.values())), use.kept_secrets)
+        dirs = logdirs(use.parameters.get("logdir")) or {}
+        if len(dirs) == 1:
+            logdir = "--logdir=" + shell_word(next(iter(dirs.values())), use.kept_secrets)
         else:
-            spec = ",".join(f"{k}:{v}" for k, v in logdirs.items())
+            spec = ",".join(f"{k}:{v}" for k, v in dirs.items())
             logdir = "--logdir_spec=" + shell_word(spec, use.kept_secrets)
         # Locally the port is on this machine: serve this machine only. In a pod, every
         # address (OpenPAI's --bind_all), so port-forward reaches it too.

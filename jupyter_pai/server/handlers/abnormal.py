@@ -3,15 +3,13 @@ why and whether this user may stop them (``DELETE jobs/{id}`` does)."""
 
 from __future__ import annotations
 
-from tornado import web
+from pydantic import BaseModel
 
+from ...backends.base import Backend
 from ...backends.models import AbnormalJobList
-from .base import PAIHandler, authorized
+from .base import ReadHandler
 
 
-class AbnormalJobsHandler(PAIHandler):
-    @web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        backend = await self.backend()
-        self.send_json(AbnormalJobList(items=await backend.abnormal_jobs()))
+class AbnormalJobsHandler(ReadHandler):
+    async def read(self, backend: Backend) -> BaseModel:
+        return AbnormalJobList(items=await backend.abnormal_jobs())

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized as jupyter_authorized
 from jupyter_server.base.handlers import APIHandler
 from pydantic import BaseModel
+from tornado import web
 
 from ...backends.base import Backend
 from ...errors import BadRequest, FieldError, PAIError, TooLarge
@@ -101,6 +102,24 @@ class PAIHandler(APIHandler):
             )
             return
         super().log_exception(typ, value, tb)
+
+
+class ReadHandler(PAIHandler):
+    """A ``GET`` that answers with one read of the backend, as JSON: ``read(backend,
+    **path_arguments)``."""
+
+    read: Callable[..., Awaitable[BaseModel]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Each subclass is a route that answers GET: say so in its own class, where the
+        # route table's readers (the OpenAPI check) look for the verbs a route serves.
+        cls.get = ReadHandler.get  # type: ignore[method-assign]
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self, *args: str, **kwargs: str) -> None:
+        self.send_json(await self.read(await self.backend(), *args, **kwargs))
 
 
 class StreamingHandler(PAIHandler):

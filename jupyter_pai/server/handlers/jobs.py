@@ -8,14 +8,9 @@ import secrets
 from tornado import web
 
 from ...backends.jobpages import page, parse_page
-from ...backends.models import (
-    FieldWarning,
-    JobEventList,
-    JobFilter,
-    JobState,
-    SubmitResult,
-)
+from ...backends.models import JobEventList, JobFilter, JobState
 from ...errors import BadRequest, FieldError
+from ...submission.jobs import submit_job
 from .base import PAIHandler, authorized
 
 #: Mixed into every ETag: a restarted server (whose counters start again) never matches
@@ -70,16 +65,9 @@ class JobsHandler(PAIHandler):
     @authorized("write")
     async def post(self) -> None:
         parsed = await self.parsed_job(virtual_cluster=self.get_argument("vc", None))
-        backend = await self.backend()
-        job = await backend.submit(parsed.job, working_dir=self.pai.working_dir)
-        warnings = parsed.warnings + backend.submission_warnings(parsed.job)
-        self.set_header("Location", self.request.path.rstrip("/") + "/" + job.id)
-        self.send_json(
-            SubmitResult(
-                job=job, warnings=[FieldWarning.model_validate(w.to_json()) for w in warnings]
-            ),
-            status=201,
-        )
+        result = await submit_job(await self.backend(), parsed, working_dir=self.pai.working_dir)
+        self.set_header("Location", self.request.path.rstrip("/") + "/" + result.job.id)
+        self.send_json(result, status=201)
 
 
 class JobHandler(PAIHandler):

@@ -3,15 +3,13 @@ and memory requested against allocatable, and the jobs on it."""
 
 from __future__ import annotations
 
-from tornado import web
+from pydantic import BaseModel
 
+from ...backends.base import Backend
 from ...backends.models import NodeList
-from .base import PAIHandler, authorized
+from .base import ReadHandler
 
 
-class NodesHandler(PAIHandler):
-    @web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        backend = await self.backend()
-        self.send_json(NodeList(items=await backend.nodes()))
+class NodesHandler(ReadHandler):
+    async def read(self, backend: Backend) -> BaseModel:
+        return NodeList(items=await backend.nodes())

@@ -4,26 +4,17 @@ browser's "Run as PAI job"); the executed notebook is written beside it, or into
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 from tornado import web
 
-from ...backends.models import FieldWarning, NotebookJobResult
-from ...errors import BadRequest, FieldError, PAIError
-from ...notebook.nbjob import prepare
+from ...errors import BadRequest, FieldError
 from ...spec.parse import parse_job
+from ...submission.nbjob import NotebookRun
+from ...submission.notebooks import submit_notebook
 from ..parsing import in_worker, notebook_job_request
 from .base import PAIHandler, authorized
-
-#: Paths of the job a request becomes, as the request names them.
-AS_REQUESTED = {
-    "gpus": "gpus",
-    "taskRoles.worker.resourcePerInstance.gpu": "gpus",
-    "defaults.virtualCluster": "vc",
-    "image": "image",
-    "prerequisites.0.uri": "image",
-    "name": "path",
-}
 
 
 def locate(working_dir: str, relative: str) -> tuple[Path, Path]:
@@ -47,38 +38,14 @@ class NotebookJobsHandler(PAIHandler):
     async def post(self) -> None:
         request = await in_worker(notebook_job_request, self.request.body)
         root, source = await asyncio.to_thread(locate, self.pai.working_dir, request.path)
-        backend = await self.backend()
-        prepared = await prepare(
-            backend,
-            source,
-            params=request.params,
-            gpus=request.gpus,
-            vc=request.vc,
-            image=request.image,
-            storage=request.storage,
-            name=request.name,
+        result = await submit_notebook(
+            await self.backend(),
+            NotebookRun.requested(request, source),
+            root=root,
+            parse=partial(in_worker, parse_job),  # the job's document, off the event loop
         )
-        try:
-            parsed = await in_worker(parse_job, prepared.job)
-            job = await backend.submit(parsed.job, working_dir=prepared.working_dir)
-        except PAIError as error:
-            # Name the request's fields, not those of the job it became.
-            error.errors = [
-                FieldError(AS_REQUESTED.get(e.path, e.path), e.message) for e in error.errors
-            ]
-            raise
-        output = Path(prepared.output)
-        in_tree = root in output.parents  # a local storage may lie in the tree too
-        self.set_header("Location", self.reverse_url_job(job.id))
-        self.send_json(
-            NotebookJobResult(
-                job=job,
-                warnings=[FieldWarning.model_validate(w.to_json()) for w in parsed.warnings],
-                output=str(output.relative_to(root)) if in_tree else None,
-                output_location=prepared.output,
-            ),
-            status=201,
-        )
+        self.set_header("Location", self.reverse_url_job(result.job.id))
+        self.send_json(result, status=201)
 
     def reverse_url_job(self, job_id: str) -> str:
         return self.request.path.rstrip("/").rsplit("/", 1)[0] + "/jobs/" + job_id

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import mimetypes
 
+from pydantic import BaseModel
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ...backends.base import FileContent
+from ...backends.base import Backend, FileContent
 from ...backends.models import StorageList
-from .base import PAIHandler, authorized
+from .base import PAIHandler, ReadHandler, authorized
 
 
-class StoragesHandler(PAIHandler):
-    @web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        backend = await self.backend()
-        self.send_json(StorageList(items=await backend.storages()))
+class StoragesHandler(ReadHandler):
+    async def read(self, backend: Backend) -> BaseModel:
+        return StorageList(items=await backend.storages())
 
 
 class StorageHandler(PAIHandler):

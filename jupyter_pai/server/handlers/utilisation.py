@@ -3,14 +3,12 @@ hour. A source that cannot answer (no GPU, Prometheus down) is a note, not an er
 
 from __future__ import annotations
 
-from tornado import web
+from pydantic import BaseModel
 
-from .base import PAIHandler, authorized
+from ...backends.base import Backend
+from .base import ReadHandler
 
 
-class JobUtilisationHandler(PAIHandler):
-    @web.authenticated
-    @authorized("read")
-    async def get(self, job_id: str) -> None:
-        backend = await self.backend()
-        self.send_json(await backend.utilisation(job_id))
+class JobUtilisationHandler(ReadHandler):
+    async def read(self, backend: Backend, job_id: str) -> BaseModel:
+        return await backend.utilisation(job_id)

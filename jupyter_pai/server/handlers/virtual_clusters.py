@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from tornado import web
+from pydantic import BaseModel
 
+from ...backends.base import Backend
 from ...backends.models import VirtualClusterList
-from .base import PAIHandler, authorized
+from .base import ReadHandler
 
 
-class VirtualClustersHandler(PAIHandler):
-    @web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        backend = await self.backend()
-        self.send_json(VirtualClusterList(items=await backend.virtual_clusters()))
+class VirtualClustersHandler(ReadHandler):
+    async def read(self, backend: Backend) -> BaseModel:
+        return VirtualClusterList(items=await backend.virtual_clusters())

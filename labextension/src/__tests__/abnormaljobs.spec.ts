@@ -1,4 +1,4 @@
-import type { AbnormalJob, JobSummary } from '../models';
+import type { AbnormalJob, JobSummary } from '../restmodels';
 import { abnormalMessage, toNotify } from '../abnormaljobs';
 
 const job = (id: string): JobSummary => ({

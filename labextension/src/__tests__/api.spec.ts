@@ -1,10 +1,10 @@
+import { PAIClient } from '../api';
 import {
-  PAIClient,
   PAIRequestError,
   encodePath,
   queryString,
   requestAPI
-} from '../api';
+} from '../apirequest';
 import type {
   ConvertResult,
   Info,
@@ -13,7 +13,7 @@ import type {
   NotebookJobResult,
   SubmitResult,
   VirtualCluster
-} from '../models';
+} from '../restmodels';
 import { FakeServer, jsonResponse } from './fakeserver';
 
 const INFO: Info = {

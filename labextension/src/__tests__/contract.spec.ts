@@ -7,7 +7,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { parse } from 'yaml';
 
-import { JOB_FORMATS, JOB_STATES, MODEL_FIELDS, TASK_STATES } from '../models';
+import { JOB_FORMATS, JOB_STATES, TASK_STATES } from '../restmodels';
+import { MODEL_FIELDS } from './modelfields';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const openapi = parse(

@@ -1,7 +1,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { PAIClient, PAIRequestError } from '../api';
+import { PAIClient } from '../api';
+import { PAIRequestError } from '../apirequest';
 import {
   describeFieldErrors,
   displayPath,
@@ -12,8 +13,8 @@ import {
   JobFileError,
   type JobConverter
 } from '../jobfile';
-import type { ConvertResult } from '../models';
-import { formToSpec } from '../spec';
+import type { ConvertResult } from '../restmodels';
+import { formToSpec } from '../jobform';
 import { FakeServer } from './fakeserver';
 import { example, ROOT } from './fixtures';
 

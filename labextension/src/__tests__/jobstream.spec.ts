@@ -1,5 +1,5 @@
 import { JobStream, type IEventSourceLike } from '../jobstream';
-import type { JobChange } from '../models';
+import type { JobChange } from '../restmodels';
 
 /** A stand-in for the browser's EventSource that the test drives. */
 class FakeSource implements IEventSourceLike {

@@ -3,7 +3,7 @@
  * (jupyter_pai/kernels/queue.py), from the waiting jobs and the kernel's VC.
  */
 import { queueMessage } from '../kernelqueue';
-import type { JobSummary, VirtualCluster } from '../models';
+import type { JobSummary, VirtualCluster } from '../restmodels';
 
 function job(extra: Partial<JobSummary>): JobSummary {
   return {

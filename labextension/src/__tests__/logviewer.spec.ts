@@ -149,7 +149,7 @@ describe('LogViewer', () => {
 
 describe('LogViewer before the task writes', () => {
   it('waits quietly for a log that does not exist yet, then shows it', async () => {
-    const { PAIRequestError } = await import('../api');
+    const { PAIRequestError } = await import('../apirequest');
     const log = new FakeLog();
     let exists = false;
     const client = log.client();

@@ -1,4 +1,4 @@
-import type { TaskStatus } from '../models';
+import type { TaskStatus } from '../restmodels';
 import {
   createPortTab,
   openablePorts,

@@ -1,10 +1,6 @@
-import type { JobUtilisation } from '../models';
-import {
-  latestText,
-  MAX_SAMPLES,
-  sparkPoints,
-  UtilisationHistory
-} from '../utilisationchart';
+import type { JobUtilisation } from '../restmodels';
+import { latestText, sparkPoints } from '../utilisationchart';
+import { MAX_SAMPLES, UtilisationHistory } from '../utilisationhistory';
 
 function util(percent: number | null, memory: number | null): JobUtilisation {
   const current =

@@ -4,7 +4,7 @@ import {
   pointerToPath,
   validateYaml
 } from '../validate';
-import { isOpenPAIv1, jobFormat } from '../jobformat';
+import { isOpenPAIv1, jobFormat } from '../detectjobformat';
 import { example, jobSchema } from './fixtures';
 
 const validator = new JobValidator(jobSchema());

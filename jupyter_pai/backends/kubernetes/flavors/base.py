@@ -1,8 +1,9 @@
-"""What every flavour provides: the objects of a job (in creation order), how peers are
-named, how a stop is expressed, which decisions of OpenPAI's completion policy the
-scheduler enforces itself (and how the backend ends the others), which kinds the watch cache follows, what its virtual
-clusters are made of, and why a job waits. The backend holds no flavour logic: a new
-flavour is a subclass here plus its tests."""
+"""What every flavor provides: the objects of a job (in creation order), how peers are
+named, how a stop is expressed, what the scheduler's own object of a job says (its phase,
+restarts, and whether the scheduler ends the job), which decisions of OpenPAI's completion
+policy the scheduler enforces itself (and how the backend ends the others), which kinds
+the watch cache follows, what its virtual clusters are made of, and why a job waits. The
+backend holds no flavor logic: a new flavor is a subclass here plus its tests."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Any, ClassVar
 from ....errors import FieldError, SpecError
 from ....spec.protocol import JobProtocol
 from ....spec.render import public_spec
-from ...completion import Decision
+from ...completion_policy import Decision
 from ...models import JobSummary, Resources, VirtualCluster
-from .. import vcs
+from .. import vc_usage
 from ..naming import (
     ANN_FLAVOR,
     ANN_JOB_ID,
@@ -28,9 +29,16 @@ from ..naming import (
     JobNames,
     base_labels,
 )
-from ..pods import Manifest, PodOptions, default_peer_host
+from ..pods import (
+    Manifest,
+    PodOptions,
+    default_peer_host,
+    headless_service,
+    pod_template,
+    secret_manifest,
+)
 from ..resources import CONFIG_MAP, Kind
-from ..states import waiting_reason
+from ..states import Ending, waiting_reason
 
 #: Every watched object of one kind (the backend's watch cache, read only).
 ObjectsOf = Callable[[Kind], list[Manifest]]
@@ -60,6 +68,25 @@ class StopStep:
     kind: Kind | None = None
     name: str | None = None
     body: Manifest = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FlavorSettings:
+    """A flavor's configuration beyond the pods' options (the backend's traitlets); a
+    flavor with settings subclasses it, with defaults."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a WAITING job's reason is read from: its VC's use, the events of its objects,
+    its objects of ``extra_kinds`` / ``foreign_kinds`` (``related``), and every VC by name
+    (``peers``, for a reason that names another: who reclaimed its GPUs)."""
+
+    job: JobProtocol
+    vc: VirtualCluster | None
+    events: Sequence[Manifest]
+    related: Mapping[Kind, list[Manifest]]
+    peers: Mapping[str, VirtualCluster]
 
 
 def primary_metadata(
@@ -108,9 +135,21 @@ class Flavor:
     #: is the first sign.
     eviction_kind: ClassVar[Kind | None] = None
 
-    def __init__(self, options: PodOptions, **settings: Any) -> None:
+    #: The type of :attr:`settings`.
+    settings_type: ClassVar[type[FlavorSettings]] = FlavorSettings
+
+    def __init__(self, options: PodOptions, settings: FlavorSettings | None = None) -> None:
+        if settings is None:
+            settings = self.settings_type()
+        if not isinstance(settings, self.settings_type):
+            raise TypeError(f"the {self.name} flavor takes {self.settings_type.__name__}")
         self.options = options
         self.settings = settings
+
+    @property
+    def own_kinds(self) -> tuple[Kind, ...]:
+        """The kinds the flavor names besides Kubernetes' core ones."""
+        return (self.primary_kind, *self.extra_kinds, *self.foreign_kinds, *self.cluster_kinds)
 
     def evicted_at(self, obj: Manifest) -> str | None:
         """When the scheduler decided to take the pods of ``obj``'s job away while the job
@@ -138,9 +177,38 @@ class Flavor:
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         raise NotImplementedError
 
+    def pod_template(self, job: JobProtocol, names: JobNames, role: str, **kw: Any) -> Manifest:
+        """:func:`.pods.pod_template` with this flavor's options, peer names and index
+        annotation."""
+        return pod_template(
+            job,
+            names,
+            self.options,
+            role,
+            index_annotation=self.index_annotation,
+            peer_host=self.peer_host,
+            **kw,
+        )
+
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
         """Default: delete the pods (what remains is listed as STOPPED)."""
         return [StopStep("delete_pods")]
+
+    # -- what the scheduler's own object says ---------------------------------------------
+
+    def ended(self, primary: Manifest) -> Ending | None:
+        """Whether the scheduler ends the job by its own account (its primary object's
+        phase or conditions), and how; None while the job goes on. Default: the primary
+        is no scheduler's (a ConfigMap), so never."""
+        return None
+
+    def phase(self, primary: Manifest) -> str | None:
+        """The scheduler's phase of the job, its sub-state where nothing decided says more."""
+        return None
+
+    def restarts(self, primary: Manifest) -> int:
+        """How often the scheduler has restarted the whole job."""
+        return 0
 
     # -- the completion policy -------------------------------------------------------------
 
@@ -212,7 +280,7 @@ class Flavor:
                 ]
             )
         cap = known[vc].capacity.gpu
-        if cap < vcs.UNLIMITED.gpu and job.total_gpus > cap:
+        if cap < vc_usage.UNLIMITED.gpu and job.total_gpus > cap:
             role = next(r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0)
             raise SpecError(
                 [
@@ -235,24 +303,39 @@ class Flavor:
         related: Mapping[Kind, list[Manifest]],
         peers: Mapping[str, VirtualCluster] | None = None,
     ) -> str:
-        """Why a WAITING job waits, from its VC's use, the events of its objects, and its
-        objects of ``extra_kinds`` / ``foreign_kinds`` (``related``); ``peers``: every VC by
-        name, for a reason that names another (who reclaimed its GPUs)."""
-        groups = related.get(self.pod_group_kind, []) if self.pod_group_kind else []
+        """Why a WAITING job waits (:class:`Waiting` says from what)."""
+        return self.why_waiting(Waiting(job, vc, events, related, peers or {}))
+
+    def why_waiting(self, w: Waiting) -> str:
+        """What :meth:`waiting_reason` answers; a flavor puts its scheduler's own reasons
+        first. Default: the VC's use, quota events, the nodes, and the pod group's
+        ``Unschedulable`` condition (:func:`.states.waiting_reason`)."""
+        groups = w.related.get(self.pod_group_kind, []) if self.pod_group_kind else []
         return waiting_reason(
-            job,
-            vc=vcs.usage(vc),
-            events=events,
+            w.job,
+            vc=vc_usage.usage(w.vc),
+            events=w.events,
             pod_group=groups[0] if groups else None,
             gpu_resource=self.options.gpu_resource,
         )
 
 
 def config_map_primary(job: JobProtocol, names: JobNames, flavor: str) -> Manifest:
-    """For flavours with no single workload object: a ConfigMap stands for the job."""
+    """For flavors with no single workload object: a ConfigMap stands for the job."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": primary_metadata(job, names, flavor),
         "data": {"jobId": names.job_id},
     }
+
+
+def companions(
+    job: JobProtocol, names: JobNames, labels: dict[str, str], *, service: bool = True
+) -> list[Manifest]:
+    """The job's Secret (where its spec has secrets) and, unless the workload's controller
+    makes one, the headless Service its pods' host names live in."""
+    out = [m for m in (secret_manifest(job, names, labels),) if m is not None]
+    if service:
+        out.append(headless_service(names, labels))
+    return out

@@ -11,19 +11,28 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from ....errors import FieldError, SpecError
 from ....spec.protocol import PRIORITY_CLASSES, JobProtocol
-from ...completion import Decision
+from ...completion_policy import Decision
 from ...models import JobSummary, Resources, VirtualCluster
 from ..naming import JobNames, base_labels
-from ..pods import Manifest, PodOptions, headless_service, pod_template, secret_manifest
-from ..resources import Kind
-from .base import Built, Flavor, ObjectsOf, StopStep, config_map_primary
+from ..pods import Manifest, PodOptions
+from .base import (
+    Built,
+    Flavor,
+    FlavorSettings,
+    ObjectsOf,
+    StopStep,
+    Waiting,
+    companions,
+    config_map_primary,
+)
 from .hived_cells import HivedCells, virtual_clusters
 
 SCHEDULER = "hivedscheduler"
@@ -92,16 +101,26 @@ def scheduling_spec(
     return out
 
 
+@dataclass(frozen=True)
+class HivedSettings(FlavorSettings):
+    #: The SKU of CPU cells, for tasks without GPUs; empty: such tasks are refused.
+    cpu_sku: str = ""
+    #: HiveD's web server; empty: any VC name is accepted (HiveD decides).
+    url: str = ""
+
+
 class HivedFlavor(Flavor):
     name = "hived"
+    settings_type = HivedSettings
+    settings: HivedSettings
 
-    def __init__(self, options: PodOptions, **settings: Any) -> None:
-        super().__init__(options, **settings)
-        #: The SKU of CPU cells, for tasks without GPUs; empty: such tasks are refused.
-        self.cpu_sku = str(settings.get("hived_cpu_sku") or "")
-        url = str(settings.get("hived_url") or "")
+    def __init__(self, options: PodOptions, settings: FlavorSettings | None = None) -> None:
+        super().__init__(options, settings)
+        self.cpu_sku = self.settings.cpu_sku
         #: None: no HiveD address configured, so any VC name is accepted (HiveD decides).
-        self.cells = HivedCells(url, cpu_sku=self.cpu_sku) if url else None
+        self.cells = (
+            HivedCells(self.settings.url, cpu_sku=self.cpu_sku) if self.settings.url else None
+        )
 
     def pod_gpus(self, pod: Manifest) -> int | None:
         # HiveD gives GPUs as leaf cells, not through the device plugin's resource.
@@ -125,7 +144,7 @@ class HivedFlavor(Flavor):
     def ending_steps(
         self, primary: Manifest, names: JobNames, decision: Decision
     ) -> list[StopStep]:
-        # The pods are the job: those that ended stay, with their logs, as on any flavour.
+        # The pods are the job: those that ended stay, with their logs, as on any flavor.
         return [StopStep("delete_running_pods")]
 
     async def refresh(self) -> None:
@@ -141,11 +160,7 @@ class HivedFlavor(Flavor):
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
-        objects: list[Manifest] = [config_map_primary(job, names, self.name)]
-        secret = secret_manifest(job, names, labels)
-        if secret is not None:
-            objects.append(secret)
-        objects.append(headless_service(names, labels))
+        objects = [config_map_primary(job, names, self.name), *companions(job, names, labels)]
         hived = job.extras.hived_scheduler
         priority_class = f"pai-{hived.job_priority_class if hived else 'test'}"
         for role, spec in job.task_roles.items():
@@ -165,13 +180,11 @@ class HivedFlavor(Flavor):
                 else {"value": "void"}
             )
             for i in range(spec.instances):
-                template = pod_template(
+                template = self.pod_template(
                     job,
                     names,
-                    self.options,
                     role,
                     index=i,
-                    peer_host=self.peer_host,
                     scheduler_name=SCHEDULER,
                     priority_class=priority_class,
                     hostname=names.pod_host(role, i),
@@ -204,7 +217,7 @@ class HivedFlavor(Flavor):
                 f"taskRoles.{role}.resourcePerInstance.gpu",
                 "HiveD schedules GPU cells and this server names no CPU SKU "
                 "(KubernetesBackend.hived_cpu_sku): every task needs at least 1 GPU on the "
-                "hived flavour (a task without GPUs never gets a place)",
+                "hived flavor (a task without GPUs never gets a place)",
             )
             for role, spec in job.task_roles.items()
             if spec.resource_per_instance.gpu < 1 and not self.cpu_sku
@@ -228,20 +241,12 @@ class HivedFlavor(Flavor):
             raise SpecError(errors)
         super().check_virtual_cluster(job, known)
 
-    def waiting_reason(
-        self,
-        job: JobProtocol,
-        *,
-        vc: VirtualCluster | None,
-        events: Sequence[Manifest],
-        related: Mapping[Kind, list[Manifest]],
-        peers: Mapping[str, VirtualCluster] | None = None,
-    ) -> str:
+    def why_waiting(self, w: Waiting) -> str:
         newest = sorted(
-            events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or "")
+            w.events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or "")
         )
         for event in reversed(newest):
             m = _HIVED_WAIT.search(str(event.get("message") or ""))
             if m:
-                return f"HiveD: {m[1]}; the job needs {job.total_gpus} GPUs"
-        return super().waiting_reason(job, vc=vc, events=events, related=related, peers=peers)
+                return f"HiveD: {m[1]}; the job needs {w.job.total_gpus} GPUs"
+        return super().why_waiting(w)

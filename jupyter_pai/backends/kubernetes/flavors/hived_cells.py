@@ -1,5 +1,5 @@
 """HiveD's virtual clusters, read from its web server: HiveD keeps them in its own
-configuration and memory, not in the API server, so the hived flavour asks
+configuration and memory, not in the API server, so the hived flavor asks
 ``GET <hived>/v1/inspect/clusterstatus/virtualclusters`` (every VC's cells, each leaf cell
 a GPU of the VC's SKU, ``Free`` or bound to a pod) and turns the answer into VC rows.
 
@@ -17,7 +17,7 @@ import aiohttp
 
 from ....errors import Unavailable
 from ...models import JobSummary, Resources, VirtualCluster
-from .. import vcs
+from .. import vc_usage
 from ..promql import Cached
 
 STATUS_PATH = "/v1/inspect/clusterstatus/virtualclusters"
@@ -81,7 +81,7 @@ def virtual_clusters(
 ) -> list[VirtualCluster]:
     """VC rows: GPUs are the VC's GPU leaf cells, CPUs its CPU cells if it has any; HiveD
     caps nothing else, so the rest is the cluster's (or uncapped where only caps matter)."""
-    whole = cluster or vcs.UNLIMITED
+    whole = cluster or vc_usage.UNLIMITED
     jobs = list(jobs)
     out = []
     for name, vc in sorted(cells.items()):
@@ -96,7 +96,7 @@ def virtual_clusters(
             if vc.total or vc.cpus
             else "HiveD virtual cluster with no cells"
         )
-        out.append(vcs.virtual_cluster(name, cap, used, jobs, description))
+        out.append(vc_usage.virtual_cluster(name, cap, used, jobs, description))
     return out
 
 

@@ -28,19 +28,34 @@ it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from ....spec.protocol import JobProtocol
-from ...completion import Decision
-from ...models import JobSummary, Resources, VirtualCluster
-from .. import vcs
+from ...completion_policy import Decision
+from ...models import JobState, JobSummary, Resources, VirtualCluster
+from .. import vc_usage
 from ..naming import JobNames, base_labels
-from ..pods import Manifest, pod_template, secret_manifest
-from ..resources import JOBSET, KUEUE_CLUSTER_QUEUE, KUEUE_LOCAL_QUEUE, KUEUE_WORKLOAD, Kind
-from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
+from ..pods import Manifest
+from ..resources import Kind
+from ..states import Ending
+from .base import (
+    Built,
+    Flavor,
+    ObjectsOf,
+    StopStep,
+    Waiting,
+    companions,
+    primary_metadata,
+)
 from .kueue_queues import condition, local_queue_targets, queue_virtual_clusters, workload_reason
 
+JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets")
+KUEUE_LOCAL_QUEUE = Kind("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues")
+KUEUE_WORKLOAD = Kind("kueue.x-k8s.io/v1beta2", "Workload", "workloads")
+KUEUE_CLUSTER_QUEUE = Kind("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", False)
+#: A JobSet's terminal conditions, as its controller sets them once it decides the end.
+JOBSET_ENDINGS = {"Completed": JobState.SUCCEEDED, "Failed": JobState.FAILED}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
@@ -82,18 +97,20 @@ class KueueFlavor(Flavor):
             return None
         return str(evicted.get("lastTransitionTime") or "") or None
 
+    def ended(self, primary: Manifest) -> Ending | None:
+        for cond in (primary.get("status") or {}).get("conditions") or []:
+            if cond.get("status") == "True" and cond.get("type") in JOBSET_ENDINGS:
+                return Ending(JOBSET_ENDINGS[cond["type"]])
+        return None
+
+    def restarts(self, primary: Manifest) -> int:
+        return int((primary.get("status") or {}).get("restarts") or 0)
+
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
         replicated = []
         for role, spec in job.task_roles.items():
-            template = pod_template(
-                job,
-                names,
-                self.options,
-                role,
-                index_annotation=INDEX_ANNOTATION,
-                peer_host=self.peer_host,
-            )
+            template = self.pod_template(job, names, role)
             job_spec: dict[str, Any] = {
                 "completionMode": "Indexed",
                 "completions": spec.instances,
@@ -134,8 +151,8 @@ class KueueFlavor(Flavor):
             ),
             "spec": spec_,
         }
-        objects = [m for m in (secret_manifest(job, names, labels),) if m is not None]
-        objects.append(jobset)
+        # JobSet makes the headless Service itself.
+        objects = [*companions(job, names, labels, service=False), jobset]
         return Built(objects=objects, primary=len(objects) - 1)
 
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
@@ -144,11 +161,6 @@ class KueueFlavor(Flavor):
 
     def ends_itself(self, job: JobProtocol, decision: Decision) -> bool:
         return (decision.role, decision.rule) in enforced(job)
-
-    def ending_steps(
-        self, primary: Manifest, names: JobNames, decision: Decision
-    ) -> list[StopStep]:
-        return self.stop_steps(primary, names)
 
     def virtual_clusters(
         self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
@@ -159,31 +171,23 @@ class KueueFlavor(Flavor):
             local,
             objects(KUEUE_CLUSTER_QUEUE),
             jobs,
-            cluster if cluster is not None else vcs.UNLIMITED,
+            cluster if cluster is not None else vc_usage.UNLIMITED,
             self.options.gpu_resource,
         )
 
-    def waiting_reason(
-        self,
-        job: JobProtocol,
-        *,
-        vc: VirtualCluster | None,
-        events: Sequence[Manifest],
-        related: Mapping[Kind, list[Manifest]],
-        peers: Mapping[str, VirtualCluster] | None = None,
-    ) -> str:
+    def why_waiting(self, w: Waiting) -> str:
         workloads = sorted(
-            related.get(KUEUE_WORKLOAD) or [],
-            key=lambda w: str(w["metadata"].get("creationTimestamp") or ""),
+            w.related.get(KUEUE_WORKLOAD) or [],
+            key=lambda wl: str(wl["metadata"].get("creationTimestamp") or ""),
         )
         reason = workload_reason(
-            job,
+            w.job,
             workloads[-1] if workloads else None,
-            vc,
-            self._targets.get(job.virtual_cluster),
+            w.vc,
+            self._targets.get(w.job.virtual_cluster),
         )
         if reason:
             return reason
         # Admitted: the nodes decide now; Kueue's own events are about the quota, done.
-        pods = [e for e in events if (e.get("involvedObject") or {}).get("kind") != "Workload"]
-        return super().waiting_reason(job, vc=vc, events=pods, related=related, peers=peers)
+        pods = [e for e in w.events if (e.get("involvedObject") or {}).get("kind") != "Workload"]
+        return super().why_waiting(replace(w, events=pods))

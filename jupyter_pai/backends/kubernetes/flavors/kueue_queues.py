@@ -5,7 +5,7 @@ ClusterQueue the LocalQueue points at: ``nominalQuota`` GPUs guaranteed; in a co
 lends what it does not use (up to ``lendingLimit``), borrows idle quota of the cohort (up
 to ``borrowingLimit``) and takes its own back by preempting borrowers
 (``reclaimWithinCohort``). Kueue admits by quota alone; kube-scheduler then places the
-pods (each role's Indexed Job as one gang, see the test cluster's README).
+pods (each role's Indexed Job as one gang).
 
 :func:`queue_virtual_clusters` reads them; :func:`workload_reason` says in words why a
 Workload is not admitted (``QuotaReserved`` False), or that Kueue preempted it."""
@@ -18,13 +18,13 @@ from typing import Any
 
 from ....spec.protocol import JobProtocol
 from ...models import JobSummary, Resources, VirtualCluster
-from .. import quantities, vcs
+from .. import quantities, vc_usage
 from ..states import Obj
 
 
 @dataclass(frozen=True)
 class QuotaShare:
-    """One ClusterQueue's GPUs (summed over its flavours)."""
+    """One ClusterQueue's GPUs (summed over its ResourceFlavors)."""
 
     name: str
     cohort: str | None
@@ -118,7 +118,9 @@ def queue_virtual_clusters(
         cap = Resources(gpu=gpus, cpu=cluster.cpu, memory_mb=cluster.memory_mb)
         used = Resources(gpu=share.reserved)
         where = f", cohort {share.cohort}" if share.cohort else ""
-        out_vc = vcs.virtual_cluster(vc, cap, used, jobs, f"Kueue ClusterQueue {target}{where}")
+        out_vc = vc_usage.virtual_cluster(
+            vc, cap, used, jobs, f"Kueue ClusterQueue {target}{where}"
+        )
         if share.cohort:
             out_vc = out_vc.model_copy(
                 update={

@@ -17,20 +17,28 @@ cannot lend, so a virtual cluster is its cap and nothing more.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from ....spec.protocol import JobProtocol
-from ...completion import Decision
+from ...completion_policy import Decision
 from ...models import JobState, JobSummary, Resources, VirtualCluster
-from .. import vcs
+from .. import vc_usage
 from ..naming import JobNames, base_labels
-from ..pods import Manifest, headless_service, pod_template, secret_manifest
-from ..resources import BATCH_JOB, GANG_POD_GROUP, PRIORITY_CLASS, RESOURCE_QUOTA, Kind
+from ..pods import Manifest
+from ..resources import BATCH_JOB, PRIORITY_CLASS, RESOURCE_QUOTA, Kind
 from ..states import Obj
-from .base import Built, Flavor, ObjectsOf, StopStep, config_map_primary
+from .base import Built, Flavor, FlavorSettings, ObjectsOf, StopStep, companions, config_map_primary
 
+GANG_POD_GROUP = Kind("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 VC_PRIORITY_PREFIX = "vc-"
+
+
+@dataclass(frozen=True)
+class NativeSettings(FlavorSettings):
+    #: A virtual cluster is the PriorityClass named this prefix + its name.
+    priority_prefix: str = VC_PRIORITY_PREFIX
 
 
 def priority_class_virtual_clusters(
@@ -49,12 +57,12 @@ def priority_class_virtual_clusters(
         name = pc_name[len(prefix) :]
         quota = next((q for q in quotas if _quota_scope(q) == pc_name), None)
         if quota is not None:
-            hard = vcs.resources(
+            hard = vc_usage.resources(
                 (quota.get("status") or {}).get("hard") or quota["spec"].get("hard"),
                 gpu,
                 "requests.",
             )
-            used = vcs.resources((quota.get("status") or {}).get("used"), gpu, "requests.")
+            used = vc_usage.resources((quota.get("status") or {}).get("used"), gpu, "requests.")
             cap = Resources(
                 gpu=hard.gpu,
                 cpu=hard.cpu or cluster.cpu,
@@ -70,7 +78,7 @@ def priority_class_virtual_clusters(
                 )
             )
         description = str(pc.get("description") or f"priority class {pc_name}")
-        out.append(vcs.virtual_cluster(name, cap, used, jobs, description))
+        out.append(vc_usage.virtual_cluster(name, cap, used, jobs, description))
     return out
 
 
@@ -98,18 +106,12 @@ class NativeFlavor(Flavor):
     cluster_kinds: ClassVar[tuple[Kind, ...]] = (PRIORITY_CLASS,)
     pod_group_kind = GANG_POD_GROUP
     index_annotation = INDEX_ANNOTATION
-
-    @property
-    def priority_prefix(self) -> str:
-        return str(self.settings.get("priority_prefix", VC_PRIORITY_PREFIX))
+    settings_type = NativeSettings
+    settings: NativeSettings
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
-        objects: list[Manifest] = [config_map_primary(job, names, self.name)]
-        secret = secret_manifest(job, names, labels)
-        if secret is not None:
-            objects.append(secret)
-        objects.append(headless_service(names, labels))
+        objects = [config_map_primary(job, names, self.name), *companions(job, names, labels)]
         gang = job.gang_allocation
         if gang:
             objects.append(
@@ -121,14 +123,11 @@ class NativeFlavor(Flavor):
                 }
             )
         for role, spec in job.task_roles.items():
-            template = pod_template(
+            template = self.pod_template(
                 job,
                 names,
-                self.options,
                 role,
-                index_annotation=INDEX_ANNOTATION,
-                peer_host=self.peer_host,
-                priority_class=self.priority_prefix + job.virtual_cluster,
+                priority_class=self.settings.priority_prefix + job.virtual_cluster,
                 subdomain=names.service,
             )
             if gang:
@@ -167,7 +166,7 @@ class NativeFlavor(Flavor):
     def ending_steps(
         self, primary: Manifest, names: JobNames, decision: Decision
     ) -> list[StopStep]:
-        # Suspending deletes the running pods; those that ended stay, as on any flavour.
+        # Suspending deletes the running pods; those that ended stay, as on any flavor.
         return _suspend(names)
 
     def virtual_clusters(
@@ -177,7 +176,7 @@ class NativeFlavor(Flavor):
             objects(PRIORITY_CLASS),
             objects(RESOURCE_QUOTA),
             jobs,
-            cluster if cluster is not None else vcs.UNLIMITED,
-            self.priority_prefix,
+            cluster if cluster is not None else vc_usage.UNLIMITED,
+            self.settings.priority_prefix,
             self.options.gpu_resource,
         )

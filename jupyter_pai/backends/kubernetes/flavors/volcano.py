@@ -20,19 +20,24 @@ frees.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ....spec.protocol import JobProtocol
-from ...completion import Decision
+from ...completion_policy import Decision
 from ...models import JobState, JobSummary, Resources, VirtualCluster
-from .. import vcs
+from .. import vc_usage
 from ..naming import JobNames, base_labels
-from ..pods import Manifest, headless_service, pod_template, secret_manifest
-from ..resources import VOLCANO_COMMAND, VOLCANO_JOB, VOLCANO_POD_GROUP, VOLCANO_QUEUE, Kind
-from .base import Built, Flavor, ObjectsOf, StopStep, primary_metadata
-from .volcano_queues import preemption_reason, queue_virtual_clusters
+from ..pods import Manifest
+from ..resources import Kind
+from ..states import Ending
+from .base import Built, Flavor, ObjectsOf, StopStep, Waiting, companions, primary_metadata
+from .volcano_queues import VOLCANO_QUEUE, preemption_reason, queue_virtual_clusters
+
+VOLCANO_JOB = Kind("batch.volcano.sh/v1alpha1", "Job", "jobs")
+VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+VOLCANO_COMMAND = Kind("bus.volcano.sh/v1alpha1", "Command", "commands")
 
 SCHEDULER = "volcano"
 TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
@@ -41,6 +46,18 @@ TASK_INDEX_ANNOTATION = "volcano.sh/task-index"
 # preempted job must come back however often it is preempted. 0 cannot be written (the
 # admission policy defaults it to 3); int32 is the field's type.
 UNLIMITED_RESTARTS = 2**31 - 1
+#: How each phase of a Job says it ends (any other: it goes on). While Volcano's controller
+#: ends a job (a lifecycle policy, ``minSuccess``, a command), the pods it deletes were
+#: killed, they did not fail; Aborting / Aborted is a stop (``AbortJob``).
+PHASE_ENDINGS = {
+    "Completing": Ending(),
+    "Completed": Ending(JobState.SUCCEEDED),
+    "Terminating": Ending(),
+    "Terminated": Ending(JobState.FAILED),
+    "Failed": Ending(JobState.FAILED),
+    "Aborting": Ending(stopped=True),
+    "Aborted": Ending(stopped=True),
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +71,7 @@ class CompletionPlan:
 
 
 def completion_plan(job: JobProtocol) -> CompletionPlan:
-    """Per role (FrameworkController's rule, :mod:`jupyter_pai.backends.completion`):
+    """Per role (FrameworkController's rule, :mod:`jupyter_pai.backends.completion_policy`):
 
     * ``minSucceededInstances`` = instances (the default) → ``TaskCompleted → CompleteJob``
       (Volcano's TaskCompleted fires when every replica of the task has succeeded);
@@ -110,21 +127,24 @@ class VolcanoFlavor(Flavor):
             for c in (pod.get("status") or {}).get("conditions") or []
         )
 
+    def phase(self, primary: Manifest) -> str | None:
+        phase = ((primary.get("status") or {}).get("state") or {}).get("phase")
+        return None if phase is None else str(phase)
+
+    def ended(self, primary: Manifest) -> Ending | None:
+        return PHASE_ENDINGS.get(self.phase(primary) or "")
+
+    def restarts(self, primary: Manifest) -> int:
+        return int((primary.get("status") or {}).get("retryCount") or 0)
+
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         labels = base_labels(names, job.virtual_cluster)
         gang = job.gang_allocation
         plan = completion_plan(job)
         tasks = []
         for role, spec in job.task_roles.items():
-            template = pod_template(
-                job,
-                names,
-                self.options,
-                role,
-                index_annotation=TASK_INDEX_ANNOTATION,
-                peer_host=self.peer_host,
-                scheduler_name=SCHEDULER,
-                subdomain=names.service,
+            template = self.pod_template(
+                job, names, role, scheduler_name=SCHEDULER, subdomain=names.service
             )
             if spec.task_retry_count > 0:
                 template["spec"]["restartPolicy"] = "OnFailure"
@@ -161,9 +181,7 @@ class VolcanoFlavor(Flavor):
             vcjob["spec"]["priorityClassName"] = (
                 f"pai-{job.extras.hived_scheduler.job_priority_class}"
             )
-        objects = [m for m in (secret_manifest(job, names, labels),) if m is not None]
-        objects.append(headless_service(names, labels))
-        objects.append(vcjob)
+        objects = [*companions(job, names, labels), vcjob]
         return Built(objects=objects, primary=len(objects) - 1)
 
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
@@ -188,7 +206,7 @@ class VolcanoFlavor(Flavor):
         # Pending → Inqueue while the controller's watch was broken (a kube-apiserver
         # restart) comes back from its relist as an add, which it ignores, so the job
         # waits with no pods for good. A SyncJob command makes it look again.
-        phase = ((primary.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+        phase = self.phase(primary) or "Pending"
         groups = related.get(VOLCANO_POD_GROUP) or []
         admitted = any(
             (g.get("status") or {}).get("phase") in ("Inqueue", "Running") for g in groups
@@ -199,20 +217,10 @@ class VolcanoFlavor(Flavor):
         message = "its PodGroup is admitted but it has no pods: a missed event"
         return [_command(primary, names, "SyncJob", "MissedPodGroupEvent", message)]
 
-    def waiting_reason(
-        self,
-        job: JobProtocol,
-        *,
-        vc: VirtualCluster | None,
-        events: Sequence[Manifest],
-        related: Mapping[Kind, list[Manifest]],
-        peers: Mapping[str, VirtualCluster] | None = None,
-    ) -> str:
+    def why_waiting(self, w: Waiting) -> str:
         # Reclaimed: the job's own policy (PodEvicted → RestartJob) requeued it.
-        reclaimed = preemption_reason(job, job.virtual_cluster, events, peers or {})
-        return reclaimed or super().waiting_reason(
-            job, vc=vc, events=events, related=related, peers=peers
-        )
+        reclaimed = preemption_reason(w.job, w.job.virtual_cluster, w.events, w.peers)
+        return reclaimed or super().why_waiting(w)
 
     def virtual_clusters(
         self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None
@@ -222,7 +230,7 @@ class VolcanoFlavor(Flavor):
         return queue_virtual_clusters(
             objects(VOLCANO_QUEUE),
             jobs,
-            cluster if cluster is not None else vcs.UNLIMITED,
+            cluster if cluster is not None else vc_usage.UNLIMITED,
             self.options.gpu_resource,
         )
 

@@ -21,17 +21,19 @@ from typing import Any
 
 from ....spec.protocol import JobProtocol
 from ...models import JobSummary, Resources, VirtualCluster
-from .. import vcs
+from .. import vc_usage
 from ..pods import Manifest
-from ..resources import VOLCANO_QUEUE
+from ..resources import Kind
 from ..states import Obj
+
+VOLCANO_QUEUE = Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", namespaced=False)
 
 #: The parent of every queue, added by vc-controller-manager; Volcano refuses jobs in it.
 ROOT_QUEUE = "root"
 
 
 def queue_manifest(
-    name: str, share: int, *, borrow: bool = True, lend: bool = True, gpu: str = vcs.GPU
+    name: str, share: int, *, borrow: bool = True, lend: bool = True, gpu: str = vc_usage.GPU
 ) -> Manifest:
     """The Volcano Queue of a virtual cluster guaranteed ``share`` GPUs that may borrow
     other VCs' idle GPUs and may lend its own (see the module docstring)."""
@@ -60,11 +62,11 @@ class QueueShare:
     @classmethod
     def of(cls, queue: Obj, gpu: str) -> QueueShare:
         spec = queue.get("spec") or {}
-        reserved = vcs.resources((spec.get("guarantee") or {}).get("resource"), gpu).gpu
+        reserved = vc_usage.resources((spec.get("guarantee") or {}).get("resource"), gpu).gpu
         return cls(
-            deserved=max(vcs.resources(spec.get("deserved"), gpu).gpu, reserved),
+            deserved=max(vc_usage.resources(spec.get("deserved"), gpu).gpu, reserved),
             reserved=reserved,
-            used=vcs.resources((queue.get("status") or {}).get("allocated"), gpu).gpu,
+            used=vc_usage.resources((queue.get("status") or {}).get("allocated"), gpu).gpu,
         )
 
 
@@ -72,9 +74,11 @@ def queue_capacity(queue: Obj, cluster: Resources, gpu: str, others_reserved: in
     """The most the queue's jobs may hold, as the capacity plugin's realCapability: its
     capability where set, and never what other queues reserve (``guarantee``)."""
     capability = (queue.get("spec") or {}).get("capability") or {}
-    r = vcs.resources(capability, gpu)
+    r = vc_usage.resources(capability, gpu)
     gpus = (
-        cluster.gpu if cluster.gpu >= vcs.UNLIMITED.gpu else max(0, cluster.gpu - others_reserved)
+        cluster.gpu
+        if cluster.gpu >= vc_usage.UNLIMITED.gpu
+        else max(0, cluster.gpu - others_reserved)
     )
     return Resources(
         gpu=min(r.gpu, gpus) if gpu in capability else gpus,
@@ -99,7 +103,7 @@ def queue_virtual_clusters(
     # GPUs on loan come first from those no queue deserves, then from the idle shares of
     # lending queues, in name order (the cluster's size is known only for the VC view).
     excess = 0
-    if cluster.gpu < vcs.UNLIMITED.gpu:
+    if cluster.gpu < vc_usage.UNLIMITED.gpu:
         unassigned = max(0, cluster.gpu - sum(s.deserved for s in shares.values()))
         excess = max(0, sum(borrowed.values()) - unassigned)
     lent = {}
@@ -111,9 +115,9 @@ def queue_virtual_clusters(
         name = q["metadata"]["name"]
         share = shares[name]
         cap = queue_capacity(q, cluster, gpu, reserved - share.reserved)
-        used = vcs.resources((q.get("status") or {}).get("allocated"), gpu)
+        used = vc_usage.resources((q.get("status") or {}).get("allocated"), gpu)
         state = (q.get("status") or {}).get("state") or "Open"
-        vc = vcs.virtual_cluster(name, cap, used, jobs, f"Volcano queue {name} ({state})")
+        vc = vc_usage.virtual_cluster(name, cap, used, jobs, f"Volcano queue {name} ({state})")
         if any(s.deserved for s in shares.values()):
             vc = vc.model_copy(
                 update={

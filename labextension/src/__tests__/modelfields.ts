@@ -1,0 +1,221 @@
+import type {
+  AbnormalJob,
+  AbnormalJobList,
+  ConvertResult,
+  FieldWarning,
+  GpuUsage,
+  Image,
+  ImageList,
+  Info,
+  JobChange,
+  JobDetail,
+  JobEvent,
+  JobEventList,
+  JobList,
+  JobSummary,
+  JobUtilisation,
+  NodeList,
+  NodeResources,
+  NotebookJobRequest,
+  NotebookJobResult,
+  Resources,
+  Storage,
+  StorageEntry,
+  StorageList,
+  StorageListing,
+  SubmitResult,
+  TaskStatus,
+  TaskUtilisation,
+  VirtualCluster,
+  VirtualClusterList
+} from '../restmodels';
+
+type Fields<T> = { [K in keyof Required<T>]: true };
+
+/** A job summary's fields: a job detail has them all, and its spec and tasks. */
+const JOB_SUMMARY = {
+  id: true,
+  name: true,
+  user: true,
+  state: true,
+  subState: true,
+  virtualCluster: true,
+  retries: true,
+  submissionTime: true,
+  launchedTime: true,
+  completedTime: true,
+  exitCode: true,
+  totalGpuNumber: true,
+  totalTaskNumber: true,
+  totalTaskRoleNumber: true,
+  waitingReason: true,
+  kind: true
+} satisfies Fields<JobSummary>;
+
+/**
+ * Every field of every model. `satisfies` checks these lists against the
+ * interfaces of `restmodels.ts` when compiling, and a test checks them against the
+ * server's OpenAPI components (generated from the pydantic models), so the
+ * two sides cannot drift apart silently.
+ */
+export const MODEL_FIELDS = {
+  Info: {
+    backend: true,
+    flavor: true,
+    version: true,
+    user: true,
+    namespace: true,
+    gpuSlots: true,
+    tasksRunHere: true
+  } satisfies Fields<Info>,
+  Resources: {
+    gpu: true,
+    cpu: true,
+    memoryMB: true
+  } satisfies Fields<Resources>,
+  VirtualCluster: {
+    name: true,
+    capacity: true,
+    used: true,
+    free: true,
+    runningJobs: true,
+    queuedJobs: true,
+    queued: true,
+    guaranteedGpus: true,
+    borrowedGpus: true,
+    lentGpus: true,
+    mayBorrow: true,
+    mayLend: true,
+    description: true
+  } satisfies Fields<VirtualCluster>,
+  Image: {
+    name: true,
+    uri: true,
+    description: true,
+    gpu: true
+  } satisfies Fields<Image>,
+  JobSummary: JOB_SUMMARY,
+  TaskStatus: {
+    role: true,
+    index: true,
+    state: true,
+    node: true,
+    ip: true,
+    gpuNumber: true,
+    gpus: true,
+    ports: true,
+    exitCode: true,
+    exitReason: true,
+    retries: true,
+    startedTime: true,
+    completedTime: true
+  } satisfies Fields<TaskStatus>,
+  JobDetail: {
+    ...JOB_SUMMARY,
+    spec: true,
+    tasks: true
+  } satisfies Fields<JobDetail>,
+  JobEvent: {
+    time: true,
+    type: true,
+    reason: true,
+    message: true,
+    source: true
+  } satisfies Fields<JobEvent>,
+  Storage: {
+    name: true,
+    mountPath: true,
+    readOnly: true,
+    description: true
+  } satisfies Fields<Storage>,
+  StorageEntry: {
+    name: true,
+    path: true,
+    type: true,
+    size: true,
+    modified: true
+  } satisfies Fields<StorageEntry>,
+  StorageListing: {
+    storage: true,
+    path: true,
+    type: true,
+    entries: true
+  } satisfies Fields<StorageListing>,
+  FieldWarning: {
+    path: true,
+    message: true
+  } satisfies Fields<FieldWarning>,
+  ConvertResult: {
+    format: true,
+    job: true,
+    warnings: true
+  } satisfies Fields<ConvertResult>,
+  SubmitResult: {
+    job: true,
+    warnings: true
+  } satisfies Fields<SubmitResult>,
+  NotebookJobRequest: {
+    path: true,
+    params: true,
+    gpus: true,
+    vc: true,
+    image: true,
+    storage: true,
+    name: true
+  } satisfies Fields<NotebookJobRequest>,
+  NotebookJobResult: {
+    job: true,
+    warnings: true,
+    output: true,
+    outputLocation: true
+  } satisfies Fields<NotebookJobResult>,
+  JobList: {
+    items: true,
+    total: true,
+    continue: true
+  } satisfies Fields<JobList>,
+  JobChange: { type: true, job: true } satisfies Fields<JobChange>,
+  JobEventList: { items: true } satisfies Fields<JobEventList>,
+  VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,
+  ImageList: { items: true } satisfies Fields<ImageList>,
+  StorageList: { items: true } satisfies Fields<StorageList>,
+  AbnormalJob: {
+    job: true,
+    reasons: true,
+    gpuPercentLastHour: true,
+    mayStop: true
+  } satisfies Fields<AbnormalJob>,
+  AbnormalJobList: { items: true } satisfies Fields<AbnormalJobList>,
+  NodeResources: {
+    name: true,
+    gpuTotal: true,
+    gpuUsed: true,
+    gpuFree: true,
+    cpuAllocatable: true,
+    cpuRequested: true,
+    memoryMBAllocatable: true,
+    memoryMBRequested: true,
+    jobs: true,
+    cpuPercent: true,
+    memoryPercent: true,
+    gpuPercent: true,
+    utilisationNote: true
+  } satisfies Fields<NodeResources>,
+  NodeList: { items: true } satisfies Fields<NodeList>,
+  GpuUsage: { gpuPercent: true, memoryMB: true } satisfies Fields<GpuUsage>,
+  TaskUtilisation: {
+    role: true,
+    index: true,
+    gpuNumber: true,
+    current: true,
+    lastHour: true
+  } satisfies Fields<TaskUtilisation>,
+  JobUtilisation: {
+    jobId: true,
+    source: true,
+    current: true,
+    lastHour: true,
+    tasks: true,
+    note: true
+  } satisfies Fields<JobUtilisation>
+};
