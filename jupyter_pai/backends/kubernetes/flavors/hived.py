@@ -116,11 +116,14 @@ class HivedFlavor(Flavor):
 
     def __init__(self, options: PodOptions, settings: FlavorSettings | None = None) -> None:
         super().__init__(options, settings)
-        self.cpu_sku = self.settings.cpu_sku
         #: None: no HiveD address configured, so any VC name is accepted (HiveD decides).
         self.cells = (
             HivedCells(self.settings.url, cpu_sku=self.cpu_sku) if self.settings.url else None
         )
+
+    @property
+    def cpu_sku(self) -> str:
+        return self.settings.cpu_sku
 
     def pod_gpus(self, pod: Manifest) -> int | None:
         # HiveD gives GPUs as leaf cells, not through the device plugin's resource.
