@@ -4,7 +4,8 @@ It talks to the configured backend directly (the local state directory, or the c
 with the user's kubeconfig), so it sees the same jobs as the Jupyter server.
 
 Exit codes: 0 ok; 1 a waited-for job ended FAILED or STOPPED; 2 invalid input; 3 not
-found; 4 conflict (name taken); 5 backend unreachable; 6 refused (forbidden).
+found; 4 conflict (name taken); 5 backend unreachable; 6 refused (forbidden). ``check``:
+6 when a permission is missing, else 5 when the cluster or a service it uses does not answer.
 """
 
 from __future__ import annotations
@@ -114,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
 
     add("vcs", "virtual clusters: capacity, use and queue")
+    add(
+        "check",
+        "ask the cluster for every permission the backend needs (exit 6 when one is "
+        "missing) and whether its scheduler, HiveD and Prometheus answer (exit 5 if not)",
+    )
 
     p = sub.add_parser("kernelspec", help="remote GPU kernels' kernelspecs")
     kernelspec_sub = p.add_subparsers(dest="kernelspec_command", required=True)
@@ -154,6 +160,8 @@ async def run(args: argparse.Namespace) -> int:
             return install_kernelspec(args)
         # The backend a notebook's Client() gets on this machine, configured alike.
         connection = BackendConnection(backend=args.backend)
+        if args.command == "check":
+            return await check(connection.pai_config.make_backend(), args)
         try:
             return int(await COMMANDS[args.command](await connection.backend(), args))
         finally:
@@ -301,6 +309,18 @@ async def vcs(backend: Backend, args: argparse.Namespace) -> int:
         return 0
     print_vcs(found)
     return 0
+
+
+async def check(backend: Backend, args: argparse.Namespace) -> int:
+    """Not started: the check needs credentials, not the backend's watches."""
+    report = await backend.self_check()
+    if args.json:
+        emit(report)
+    else:
+        print("\n".join(report.lines()))
+    if report.missing:
+        return EXIT_FORBIDDEN
+    return 0 if report.ok else EXIT_UNAVAILABLE
 
 
 def install_kernelspec(args: argparse.Namespace) -> int:

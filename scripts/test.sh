@@ -11,6 +11,16 @@ if ! command -v chromium >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# The JupyterHub tests (tests/hub) route through configurable-http-proxy, an npm package:
+# installed once into a cache outside the tree, put on PATH for pytest.
+CHP_VERSION=5.3.0
+CHP_PREFIX="${XDG_CACHE_HOME:-$HOME/.cache}/jupyter-pai/chp"
+if [ "$("$CHP_PREFIX/node_modules/.bin/configurable-http-proxy" --version 2>/dev/null)" != "$CHP_VERSION" ]; then
+  step "installing configurable-http-proxy $CHP_VERSION (npm) for the JupyterHub tests"
+  npm install --silent --no-audit --no-fund --prefix "$CHP_PREFIX" "configurable-http-proxy@$CHP_VERSION"
+fi
+export PATH="$CHP_PREFIX/node_modules/.bin:$PATH"
+
 # The ssh runtime plugin's cluster tests start a real sshd per runner pod (tests/cluster).
 if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
   step "installing Debian's OpenSSH server and client for the ssh plugin tests"

@@ -8,9 +8,9 @@ import getpass
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from traitlets import Float, Unicode, default
+from traitlets import Float, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
 from .. import runtime
@@ -33,6 +33,24 @@ from .models import (
     VirtualCluster,
 )
 from .taskports import PortAddress, parse_port, resolve
+
+if TYPE_CHECKING:
+    from .selfcheck import SelfCheck
+
+
+def hub_user(asked: str | None, where: str) -> str | None:
+    """Under JupyterHub, the user the hub signed in ($JUPYTERHUB_USER): jobs, kernels and
+    storage helpers are theirs. A different name in ``where`` is refused rather than
+    obeyed (it would act under another's name) or silently ignored."""
+    signed_in = os.environ.get("JUPYTERHUB_USER")
+    if not signed_in:
+        return None
+    if asked and asked != signed_in:
+        raise ValueError(
+            f"{where} is {asked!r} but JupyterHub signed in {signed_in!r} ($JUPYTERHUB_USER); "
+            f"under JupyterHub jobs are always the signed-in user's: unset {where}"
+        )
+    return signed_in
 
 
 @dataclass(frozen=True)
@@ -96,12 +114,22 @@ class Backend(LoggingConfigurable):
 
     user = Unicode(
         help="""The user jobs are submitted as (OpenPAI's ``PAI_USER_NAME``); default:
-        $JUPYTER_PAI_USER, else the operating-system user.""",
+        $JUPYTER_PAI_USER, else the operating-system user. Under JupyterHub always the
+        signed-in user ($JUPYTERHUB_USER): another name here is refused.""",
     ).tag(config=True)
 
     @default("user")
     def _default_user(self) -> str:
-        return os.environ.get("JUPYTER_PAI_USER") or getpass.getuser()
+        env = os.environ.get("JUPYTER_PAI_USER")
+        return hub_user(env, "$JUPYTER_PAI_USER") or env or getpass.getuser()
+
+    @validate("user")
+    def _validate_user(self, proposal: Any) -> str:
+        return hub_user(proposal["value"], "Backend.user") or str(proposal["value"])
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.user  # noqa: B018 - resolved now, so a conflicting name stops the start
 
     abnormal_running_days = Float(
         5.0, help="A job running longer than this many days is abnormal (OpenPAI's rule)."
@@ -242,6 +270,13 @@ class Backend(LoggingConfigurable):
         except NotFound:  # ended meanwhile
             return None
         return usage.gpu_percent if usage is not None else None
+
+    async def self_check(self) -> SelfCheck:
+        """``jupyter pai check``: each permission the backend lacks where its jobs run, in
+        words, and whether what it relies on answers. Jobs that run here: nothing to check."""
+        from .selfcheck import nothing_to_check
+
+        return nothing_to_check(self.name, self.user)
 
     async def nodes(self) -> list[NodeResources]:
         """The hardware view: each node's GPUs, CPU and memory, what jobs request of them,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from ..backends.base import Backend
 from ..backends.jobchanges import JobChanges
+from ..backends.selfcheck import check_and_log
 from ..config import PAIConfig
 from .portlinks import PortLinks
 
@@ -16,6 +18,7 @@ class PAIContext:
         self.working_dir = working_dir
         self._backend: Backend | None = None
         self._lock = asyncio.Lock()
+        self._check: asyncio.Task[None] | None = None
         #: The one hub of job changes every open ``job-changes`` stream listens to.
         self.changes = JobChanges(self.backend)
         #: Signs the links that open task ports in sandboxed tabs (a key per server run).
@@ -28,10 +31,17 @@ class PAIContext:
                     backend = self.config.make_backend()
                     await backend.start()
                     self._backend = backend
+                    # What the user lacks on the cluster, in the server's log at once (in
+                    # the background: reviews must not delay the first answer).
+                    self._check = asyncio.create_task(check_and_log(backend))
         return self._backend
 
     async def close(self) -> None:
         await self.changes.close()
+        if self._check is not None:
+            self._check.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._check
         if self._backend is not None:
             await self._backend.close()
             self._backend = None

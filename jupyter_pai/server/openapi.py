@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..backends import models
+from ..backends import models, selfcheck
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
 MODELS: list[type[models.ApiModel]] = [
@@ -42,6 +42,9 @@ MODELS: list[type[models.ApiModel]] = [
     models.AbnormalJobList,
     models.NodeResources,
     models.NodeList,
+    selfcheck.MissingPermission,
+    selfcheck.Reachability,
+    selfcheck.SelfCheck,
 ]
 
 

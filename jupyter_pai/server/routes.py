@@ -9,6 +9,7 @@ from jupyter_server.utils import url_path_join
 
 from .handlers.abnormal import AbnormalJobsHandler
 from .handlers.base import PAIHandler
+from .handlers.check import CheckHandler
 from .handlers.convert import ConvertHandler
 from .handlers.info import ImagesHandler, InfoHandler, SchemaHandler
 from .handlers.job_changes import JobChangesHandler
@@ -37,6 +38,7 @@ ROUTES: list[tuple[str, type[PAIHandler]]] = [
     ("jobs/{job_id}/utilisation", JobUtilisationHandler),
     ("abnormal-jobs", AbnormalJobsHandler),
     ("nodes", NodesHandler),
+    ("check", CheckHandler),
     # The proxy first: the bare port's pattern (trailing / optional) would take ``…/``.
     ("jobs/{job_id}/tasks/{task}/ports/{port}/{path}", TaskPortHandler),
     ("jobs/{job_id}/tasks/{task}/ports/{port}", TaskPortRedirectHandler),

@@ -6,6 +6,7 @@
 import * as React from 'react';
 
 import { AbnormalJobsList } from './abnormaljobs';
+import { ClusterCheck } from './clustercheck';
 import { HardwareView } from './hardware';
 import { VcUsage } from './vcusage';
 import type { JobSummary } from './restmodels';
@@ -17,20 +18,33 @@ export function ClusterView(props: {
 }): JSX.Element {
   const { model } = props;
   const vcs = model.virtualClusters;
+  // Shown whatever else fails: a missing permission is often why nothing loads.
+  const check = (
+    <ClusterCheck shown={model.panelVisible && model.section === 'cluster'} />
+  );
   if (!model.loaded) {
     return model.error ? (
-      <div className="jp-PAI-error" role="alert">
-        {model.error}
-      </div>
+      <>
+        {check}
+        <div className="jp-PAI-error" role="alert">
+          {model.error}
+        </div>
+      </>
     ) : (
-      <div className="jp-PAI-empty">Loading virtual clusters…</div>
+      <>
+        {check}
+        <div className="jp-PAI-empty">Loading virtual clusters…</div>
+      </>
     );
   }
   if (!vcs.length) {
     return (
-      <div className="jp-PAI-empty">
-        No virtual cluster is available to you.
-      </div>
+      <>
+        {check}
+        <div className="jp-PAI-empty">
+          No virtual cluster is available to you.
+        </div>
+      </>
     );
   }
   const total = vcs.reduce(
@@ -50,6 +64,7 @@ export function ClusterView(props: {
           {model.error}
         </div>
       )}
+      {check}
       <div className="jp-PAI-hint">
         {total.used} of {total.cap} GPUs in use across {vcs.length} virtual
         cluster

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import build, controlplane, manifests, prebuilt
+from . import build, controlplane, helm, manifests, prebuilt
 
 
 def _shape(text: str, default: manifests.NodeShape) -> manifests.NodeShape:
@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             print(prebuilt.ensure(prebuilt.KUEUE))
             print(prebuilt.ensure(prebuilt.JOBSET))
             print(prebuilt.ensure(prebuilt.HIVED))
+            print(helm.ensure_helm())
         except build.BuildError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1

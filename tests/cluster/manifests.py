@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import helm
+
 Manifest = dict[str, Any]
 
 # kwok manages (heartbeats, serves logs for) every node carrying this annotation.
@@ -123,64 +125,111 @@ def volcano_queues() -> list[Manifest]:
 _ALL = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
 _READ = ["get", "list", "watch"]
 
-USER_ROLE: Manifest = {
-    "apiVersion": "rbac.authorization.k8s.io/v1",
-    "kind": "ClusterRole",
-    "metadata": {"name": "jupyter-pai-user"},
-    "rules": [
-        {
-            "apiGroups": [""],
-            "resources": [
-                "pods",
-                "pods/log",
-                "pods/portforward",
-                "pods/exec",
-                "services",
-                "endpoints",
-                "configmaps",
-                "secrets",
-                "events",
-                "persistentvolumeclaims",
-            ],
-            "verbs": _ALL,
-        },
-        {"apiGroups": [""], "resources": ["resourcequotas", "serviceaccounts"], "verbs": _READ},
-        {"apiGroups": ["batch"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
-        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": _READ},
-        {
-            "apiGroups": ["scheduling.k8s.io"],
-            "resources": ["workloads", "podgroups", "podgroups/status"],
-            "verbs": _ALL,
-        },
-        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
-        # Volcano (the `volcano` flavor): vcjobs and the bus Commands that stop them are
-        # the user's; PodGroups are the controller's, read only.
-        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
-        {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": _ALL},
-        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _READ},
-        # Kueue (the `kueue` flavor): JobSets are the user's; Workloads are Kueue's, one
-        # per JobSet: the user may deactivate theirs (a stop); LocalQueues read only.
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _ALL},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_READ, "patch"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": _READ},
-    ],
-}
+# What tests do as alice or bob themselves besides the backend (make claims, read and change
+# objects directly, exec): `up` grants the part of it that the chart's roles do not, as
+# jupyter-pai-test-harness. The backend needs nothing beyond the chart's roles
+# (tests/deploy/test_least_privilege.py runs it with those alone).
+HARNESS_RULES: list[Manifest] = [
+    {
+        "apiGroups": [""],
+        "resources": [
+            "pods",
+            "pods/log",
+            "pods/portforward",
+            "pods/exec",
+            "services",
+            "endpoints",
+            "configmaps",
+            "secrets",
+            "events",
+            "persistentvolumeclaims",
+        ],
+        "verbs": _ALL,
+    },
+    {"apiGroups": [""], "resources": ["resourcequotas", "serviceaccounts"], "verbs": _READ},
+    {"apiGroups": ["batch"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": _READ},
+    {
+        "apiGroups": ["scheduling.k8s.io"],
+        "resources": ["workloads", "podgroups", "podgroups/status"],
+        "verbs": _ALL,
+    },
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
+    # Volcano (the `volcano` flavor): vcjobs and the bus Commands that stop them are
+    # the user's; PodGroups are the controller's, read only.
+    {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs", "jobs/status"], "verbs": _ALL},
+    {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": _ALL},
+    {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _READ},
+    # Kueue (the `kueue` flavor): JobSets are the user's; Workloads are Kueue's, one
+    # per JobSet: the user may deactivate theirs (a stop); LocalQueues read only.
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _ALL},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_READ, "patch"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": _READ},
+]
 
-CLUSTER_READER: Manifest = {
-    "apiVersion": "rbac.authorization.k8s.io/v1",
-    "kind": "ClusterRole",
-    "metadata": {"name": "jupyter-pai-cluster-reader"},
-    "rules": [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": _READ},
-        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": _READ},
-        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": _READ},
+HARNESS_CLUSTER_RULES: list[Manifest] = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": _READ},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": _READ},
+    {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": _READ},
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["clusterqueues", "resourceflavors", "cohorts"],
+        "verbs": _READ,
+    },
+]
+
+
+def _less(rules: list[Manifest], granted: list[Manifest]) -> list[Manifest]:
+    """``rules`` less what ``granted`` gives, one rule per API group and resource."""
+    have = {
+        (g, r, v)
+        for rule in granted
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    out = []
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                verbs = [v for v in rule["verbs"] if (group, resource, v) not in have]
+                if verbs:
+                    out.append({"apiGroups": [group], "resources": [resource], "verbs": verbs})
+    return out
+
+
+def user_roles() -> list[Manifest]:
+    """The chart's jupyter-pai-user and jupyter-pai-cluster-reader (`helm template`, every
+    flavor's rules merged: this cluster serves all four at once), and the harness's roles
+    with what the tests need beyond them."""
+    user, reader = helm.chart_user_roles()
+    harness = [
         {
-            "apiGroups": ["kueue.x-k8s.io"],
-            "resources": ["clusterqueues", "resourceflavors", "cohorts"],
-            "verbs": _READ,
-        },
-    ],
-}
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": _less(rules, chart["rules"]),
+        }
+        for name, rules, chart in (
+            (HARNESS_ROLE, HARNESS_RULES, user),
+            (f"{HARNESS_ROLE}-cluster", HARNESS_CLUSTER_RULES, reader),
+        )
+    ]
+    return [user, reader, *harness]
+
+
+HARNESS_ROLE = "jupyter-pai-test-harness"
+
+
+def _binding(kind: str, name: str, role: str, namespace: str | None, user: str) -> Manifest:
+    meta: Manifest = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+    }
 
 
 def user_bindings(user: str) -> list[Manifest]:
@@ -218,7 +267,17 @@ def cluster_objects() -> list[Manifest]:
     for vc, gpus in VIRTUAL_CLUSTERS.items():
         if gpus is not None:
             objects += [vc_quota(vc, gpus, ns) for ns in NAMESPACES]
-    objects += [USER_ROLE, CLUSTER_READER]
+    objects += user_roles()
     for user in USERS:
         objects += user_bindings(user)
+        objects += [
+            _binding("RoleBinding", HARNESS_ROLE, HARNESS_ROLE, user, user),
+            _binding(
+                "ClusterRoleBinding",
+                f"{HARNESS_ROLE}-cluster-{user}",
+                f"{HARNESS_ROLE}-cluster",
+                None,
+                user,
+            ),
+        ]
     return objects

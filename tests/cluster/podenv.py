@@ -122,6 +122,19 @@ def gpu_env(pod: Obj) -> dict[str, str]:
     return {"CUDA_VISIBLE_DEVICES": isolation} if isolation is not None and not void else {}
 
 
+def _referenced(
+    lookup: Lookup, kind: str, namespace: str, ref: Obj | None
+) -> dict[str, str] | None:
+    """The data of the ConfigMap or Secret ``ref`` names; None for no reference or a
+    missing optional one; a missing required one stops the container as kubelet does."""
+    if ref is None:
+        return None
+    data = lookup(kind, namespace, ref["name"])
+    if data is None and not ref.get("optional"):
+        raise EnvError(f"{kind} {ref['name']!r} not found")
+    return data
+
+
 def container_env(pod: Obj, container: Obj, lookup: Lookup) -> dict[str, str]:
     """The variables the container sees, in Kubernetes' order: envFrom, then env."""
     namespace = pod["metadata"]["namespace"]
@@ -129,14 +142,8 @@ def container_env(pod: Obj, container: Obj, lookup: Lookup) -> dict[str, str]:
     for source in container.get("envFrom") or []:
         prefix = source.get("prefix", "")
         for kind, field in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
-            if field in source:
-                ref = source[field]
-                data = lookup(kind, namespace, ref["name"])
-                if data is None:
-                    if ref.get("optional"):
-                        continue
-                    raise EnvError(f"{kind} {ref['name']!r} not found")
-                env.update({prefix + k: v for k, v in data.items()})
+            data = _referenced(lookup, kind, namespace, source.get(field))
+            env.update({prefix + k: v for k, v in (data or {}).items()})
     for var in container.get("env") or []:
         name, source = var["name"], var.get("valueFrom")
         if source is None:
@@ -206,3 +213,56 @@ def rewrite_mounts(argv: list[str], mounts: dict[str, str]) -> list[str]:
                 break
         out.append(arg)
     return out
+
+
+# Asks the API for a service account token: (audience or None for the API server's
+# own, expirationSeconds) -> the token.
+TokenSource = Callable[[str | None, int], str]
+
+
+def file_volumes(pod: Obj) -> dict[str, list[Obj]]:
+    """The pod's volumes whose files kubelet writes itself, as projected sources: name ->
+    sources. Projected volumes (the service account's `kube-api-access-…`, which the
+    ServiceAccount admission plugin adds unless `automountServiceAccountToken` is false)
+    as they are; a `configMap` or `secret` volume as the one source it is."""
+    out: dict[str, list[Obj]] = {}
+    for volume in pod["spec"].get("volumes") or []:
+        if "projected" in volume:
+            out[volume["name"]] = (volume["projected"] or {}).get("sources") or []
+        elif "configMap" in volume:
+            out[volume["name"]] = [{"configMap": volume["configMap"]}]
+        elif "secret" in volume:
+            secret = dict(volume["secret"])
+            secret["name"] = secret.pop("secretName")
+            out[volume["name"]] = [{"secret": secret}]
+    return out
+
+
+def projected_files(
+    pod: Obj, sources: list[Obj], lookup: Lookup, token: TokenSource
+) -> dict[str, str]:
+    """A projected volume's files (path -> text), as the kubelet writes them: a token from
+    the TokenRequest API, ConfigMap/Secret keys (the cluster CA from `kube-root-ca.crt`)
+    and downward API fields (the namespace)."""
+    namespace = pod["metadata"]["namespace"]
+    files: dict[str, str] = {}
+    for source in sources:
+        if "serviceAccountToken" in source:
+            sa = source["serviceAccountToken"]
+            files[sa["path"]] = token(sa.get("audience"), int(sa.get("expirationSeconds") or 3600))
+            continue
+        for kind, field in (("ConfigMap", "configMap"), ("Secret", "secret")):
+            ref = source.get(field)
+            data = _referenced(lookup, kind, namespace, ref)
+            if ref is None or data is None:
+                continue
+            items = ref.get("items") or [{"key": k, "path": k} for k in data]
+            for item in items:
+                if item["key"] not in data:
+                    raise EnvError(f"{kind} {ref['name']!r} key {item['key']!r} not found")
+                files[item["path"]] = data[item["key"]]
+        for item in (source.get("downwardAPI") or {}).get("items") or []:
+            if "fieldRef" not in item:
+                raise EnvError(f"unsupported downwardAPI item {item['path']!r}")
+            files[item["path"]] = _field(pod, item["fieldRef"]["fieldPath"])
+    return files

@@ -142,11 +142,13 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def running_cluster(directory: Path) -> Iterator[TestCluster]:
+def running_cluster(
+    directory: Path, options: controlplane.Options | None = None
+) -> Iterator[TestCluster]:
     """A control plane of its own in ``directory``, down again on exit (for tests that
     disturb the cluster itself, such as stopping kube-apiserver)."""
     plane = controlplane.ControlPlane(directory)
-    state = plane.up(controlplane.Options(tie_to_parent=True))
+    state = plane.up(options or controlplane.Options(tie_to_parent=True))
     try:
         yield TestCluster(state)
     finally:

@@ -315,6 +315,7 @@ class Runner:
         )
         try:
             claims = self._claim_folders(pod)
+            projected = self._file_volume_folders(pod, workdir)
             for item in spec["containers"]:
                 env = (
                     self._base_env(pod, run)
@@ -334,6 +335,7 @@ class Runner:
                         workdir,
                         item["name"],
                         at_mount_path=self._real_mount_paths(mounts, workdir),
+                        projected=self._projected_mounts(run, item, projected),
                     ),
                     env=env,
                     log=crilog.CriLogWriter(workdir / f"{item['name']}.log"),
@@ -382,6 +384,71 @@ class Runner:
                 raise podenv.EnvError(f"volume {pv_name!r} is no folder on this host")
             out[volume] = (Path(local), read_only)
         return out
+
+    # -- volumes kubelet writes: the service account's, ConfigMaps, Secrets ------------
+
+    def _file_volume_folders(self, pod: Obj, workdir: Path) -> dict[str, Path]:
+        """Volume name -> `<pod dir>/projected/<volume>`, holding what kubelet writes into
+        the pod's projected, ConfigMap and Secret volumes: for the service account's, a
+        token from the TokenRequest API for the pod's service account, bound to the pod
+        (it stops working once the pod is gone), the cluster CA and the namespace. Not refreshed: the API server issues these tokens for
+        a year (`--service-account-extend-token-expiration`, on by default), far past a
+        test's pod."""
+        meta = pod["metadata"]
+        account = pod["spec"].get("serviceAccountName") or "default"
+
+        def token(audience: str | None, seconds: int) -> str:
+            spec: Obj = {
+                "expirationSeconds": seconds,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                },
+            }
+            if audience:  # else the API server's own audiences, as kubelet leaves it
+                spec["audiences"] = [audience]
+            answer = self.core.create_namespaced_service_account_token(
+                account, meta["namespace"], {"spec": spec}
+            )
+            return str(answer.status.token)
+
+        out: dict[str, Path] = {}
+        for volume, sources in podenv.file_volumes(pod).items():
+            folder = workdir / "projected" / volume
+            folder.mkdir(parents=True, exist_ok=True)
+            for rel, text in podenv.projected_files(pod, sources, self.lookup, token).items():
+                target = folder / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+            out[volume] = folder
+        return out
+
+    @staticmethod
+    def _projected_mounts(
+        run: PodRun, container: Obj, folders: dict[str, Path]
+    ) -> dict[Path, Path]:
+        """mountPath -> folder, for the container's mounts of those volumes (the admission
+        plugin mounts the service account's at /var/run/secrets/kubernetes.io/serviceaccount,
+        where the client libraries' in-cluster configuration reads). They exist only in the
+        process's own mount namespace; the mount point is made on the host if missing
+        (an empty folder, left there). Without bind mounts (not root), nothing."""
+        mounts = {
+            Path(m["mountPath"]): folders[m["name"]]
+            for m in container.get("volumeMounts") or []
+            if m["name"] in folders
+        }
+        if mounts and not BIND_READ_ONLY:
+            log.warning(
+                "%s/%s: no token, ConfigMap or Secret volumes (no unshare as root)",
+                run.namespace,
+                run.name,
+            )
+            return {}
+        for target in mounts:
+            target.mkdir(parents=True, exist_ok=True)
+        return mounts
 
     def _mount_views(
         self, workdir: Path, container: Obj, claims: dict[str, tuple[Path, bool]]
@@ -434,10 +501,12 @@ class Runner:
         workdir: Path,
         name: str,
         at_mount_path: dict[Path, Path] | None = None,
+        projected: dict[Path, Path] | None = None,
     ) -> list[str]:
         """The command run in a mount namespace of its own (as root with unshare), as a
         container has a filesystem of its own: read-only claim views bound read-only, each
-        claim's view bound at its mountPath too (`at_mount_path`), and the account's
+        claim's view bound at its mountPath too (`at_mount_path`), the service account
+        folders at theirs, read-only (`projected`: mountPath -> folder), and the account's
         `~/.ssh` replaced by the pod's `<pod dir>/.ssh`. The mounts vanish with its last
         process, so none outlives the pod and the host never sees them. The namespace's
         id goes to `<pod dir>/<container>.mntns` for `_end_leftovers`."""
@@ -451,6 +520,7 @@ class Runner:
         binds += [
             (view, target, view in read_only) for target, view in (at_mount_path or {}).items()
         ]
+        binds += [(folder, target, True) for target, folder in (projected or {}).items()]
         binds.append((private_ssh, ACCOUNT_SSH_DIR, False))
         script = 'set -e\nreadlink /proc/self/ns/mnt >"$NSFILE"\n'
         pairs = [f"NSFILE={workdir / f'{name}.mntns'}"]

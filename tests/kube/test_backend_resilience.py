@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from jupyter_pai.backends.kubernetes.naming import make_names
 from jupyter_pai.backends.models import JobState
 from jupyter_pai.errors import NotFound, Unavailable
 from jupyter_pai.spec import parse_job
+from tests.cluster import processes
 from tests.cluster.pytest_plugin import TestCluster, running_cluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, SLEEPER, _cleanup, make_backend, wait_for
 
@@ -117,6 +119,50 @@ def _delete_directly(cluster: TestCluster, backend: KubernetesBackend, job_id: s
     resource.delete(name=primary["metadata"]["name"], namespace=NS, propagation_policy="Background")
 
 
+# The scheduler that places each flavor's pods, whose log explains a job that never starts.
+SCHEDULER_LOGS = {
+    "native": "kube-scheduler",
+    "volcano": "vc-scheduler",
+    "kueue": "kueue-manager",
+    "hived": "hivedscheduler",
+}
+
+
+def _settled(cluster: TestCluster) -> str | None:
+    """None once every GPU node is Ready and untainted, else what is not: a node's lease
+    lapses during an outage, so the node controller may taint it for a while afterwards,
+    and a case that starts then measures the last case's aftermath, not its own."""
+    selector = ",".join(f"{key}={value}" for key, value in GPU_POOL.items())
+    for node in cluster.core().list_node(label_selector=selector).items:
+        ready = [c.status for c in node.status.conditions or [] if c.type == "Ready"]
+        taints = [t.key for t in node.spec.taints or []]
+        if ready != ["True"] or taints:
+            return f"{node.metadata.name}: Ready={ready} taints={taints}"
+    return None
+
+
+async def _wait_settled(cluster: TestCluster) -> None:
+    deadline = time.monotonic() + CLUSTER_RECOVERY_SECONDS
+    while (unsettled := _settled(cluster)) is not None:
+        assert time.monotonic() < deadline, f"the cluster did not settle: {unsettled}"
+        await asyncio.sleep(0.5)
+
+
+async def _wait_running(
+    cluster: TestCluster, backend: KubernetesBackend, flavor: str, job_id: str
+) -> None:
+    """Before the outage, a job runs as on any day; if it does not, say why from the
+    scheduler's side, which the job's own waiting reason cannot."""
+    try:
+        await wait_for(backend, job_id, lambda d: d.state == JobState.RUNNING)
+    except AssertionError as error:
+        log = Path(cluster.state.directory) / "logs" / f"{SCHEDULER_LOGS[flavor]}.log"
+        raise AssertionError(
+            f"{error}\nnodes: {_settled(cluster) or 'settled'}\n"
+            f"--- {log.name}\n{processes.log_tail(log, 30)}"
+        ) from error
+
+
 async def _until_unavailable(backend: KubernetesBackend) -> float:
     start = time.monotonic()
     while True:
@@ -135,6 +181,7 @@ async def test_apiserver_outage_is_503_then_the_list_is_current_again(
     kube_cluster: TestCluster, flavor: str, kill: bool
 ) -> None:
     _cleanup(kube_cluster, NS)
+    await _wait_settled(kube_cluster)
     b = make_backend(kube_cluster, flavor, node_selector=GPU_POOL)
     await b.start()
     stopped = False
@@ -145,7 +192,7 @@ async def test_apiserver_outage_is_503_then_the_list_is_current_again(
         kept = (await b.submit(_job(f"kept-{tag}"))).id
         doomed = (await b.submit(_job(f"doomed-{tag}"))).id
         for job_id in (kept, doomed):
-            await wait_for(b, job_id, lambda d: d.state == JobState.RUNNING)
+            await _wait_running(kube_cluster, b, flavor, job_id)
         assert {j.id for j in await b.list_jobs()} == {kept, doomed}  # the cache is warm
 
         kube_cluster.stop_apiserver(kill=kill)

@@ -26,6 +26,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "server": {"_version", "backends", "config", "errors", "spec", "runtime", "submission"},
     "notebook": {"_version", "backends", "config", "errors", "spec", "runtime", "submission"},
     "widgets": {"backends", "errors", "notebook", "spec"},
+    "hub": {"backends", "config", "errors"},
     "cli": {
         "_version",
         "backends",

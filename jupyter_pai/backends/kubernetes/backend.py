@@ -16,7 +16,7 @@ from typing import Any
 from traitlets import Dict, Float, Int, List, Unicode, default
 
 from ... import __version__
-from ...errors import NotFound, PAIError, Unavailable
+from ...errors import Forbidden, NotFound, PAIError, Unavailable
 from ...spec.protocol import JobProtocol
 from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
@@ -34,9 +34,10 @@ from ..models import (
     TaskStatus,
     VirtualCluster,
 )
+from ..selfcheck import SelfCheck
 from ..taskports import PortAddress
 from ..utilisation import GpuReading, job_utilisation
-from . import connect, vc_usage
+from . import connect, identity, selfcheck, vc_usage
 from .flavors import FLAVORS, Flavor, FlavorSettings, HivedSettings, NativeSettings
 from .gpumetrics import PrometheusGpus
 from .interrupted import finish_interrupted
@@ -104,8 +105,15 @@ class KubernetesBackend(Backend):
     allowed_virtual_clusters = List(
         Unicode(),
         help="""Virtual clusters users of this server may submit to; empty: all the cluster
-        offers. Example: ``["default", "research"]``.""",
+        offers. Example: ``["default", "research"]``. Default: $JUPYTER_PAI_VIRTUAL_CLUSTERS
+        (comma-separated; JupyterHub's spawn sets it from the user's groups).""",
     ).tag(config=True)
+
+    @default("allowed_virtual_clusters")
+    def _default_allowed_virtual_clusters(self) -> list[str]:
+        listed = os.environ.get("JUPYTER_PAI_VIRTUAL_CLUSTERS", "")
+        return [vc.strip() for vc in listed.split(",") if vc.strip()]
+
     storage_label_selector = Unicode(
         "",
         help="""Only persistent volume claims with these labels are storages
@@ -299,6 +307,9 @@ class KubernetesBackend(Backend):
             namespace=self.namespace,
         )
 
+    async def self_check(self) -> SelfCheck:
+        return await selfcheck.check(self)
+
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
         return self.views.summaries(query)
 
@@ -344,9 +355,11 @@ class KubernetesBackend(Backend):
             await reflector.changed(min(left, 0.1))
 
     async def delete_job(self, job_id: str) -> None:
+        self._own_namespace()
         await self.lifecycle.delete(job_id, self.user)
 
     async def stop_job(self, job_id: str) -> JobDetail:
+        self._own_namespace()
         primary, d = await self.lifecycle.stop(job_id, self.user)
         return detail(primary, d.job, d.names, d.view)
 
@@ -371,6 +384,7 @@ class KubernetesBackend(Backend):
         return str(pod["metadata"].get("uid") or "") or None
 
     async def reach_port(self, job: JobDetail, task: TaskStatus, port: int) -> PortAddress:
+        self._own_namespace()
         # The pod's IP is not reachable from outside the cluster: the API server forwards.
         d = self.views.view(self.views.primary(job.id))
         pod = next(
@@ -385,9 +399,17 @@ class KubernetesBackend(Backend):
         )
 
     async def forward_ports(self, job: JobDetail, ports: list[int]) -> PortForward:
+        self._own_namespace()
         forward = PortForward(self, self.running_pod(job), ports)
         await forward.start()
         return forward
+
+    def _own_namespace(self) -> None:
+        """Under JupyterHub, a job's annotation makes it the user's only in the user's
+        own namespace (:mod:`.identity`)."""
+        reason = identity.foreign_namespace(self.namespace)
+        if reason is not None:
+            raise Forbidden(reason)
 
     def running_pod(self, job: JobDetail) -> str:
         """The name of the job's running pod at its first task's IP."""

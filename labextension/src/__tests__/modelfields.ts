@@ -29,6 +29,11 @@ import type {
   VirtualCluster,
   VirtualClusterList
 } from '../restmodels';
+import type {
+  MissingPermission,
+  Reachability,
+  SelfCheck
+} from '../clustercheck';
 
 type Fields<T> = { [K in keyof Required<T>]: true };
 
@@ -217,5 +222,29 @@ export const MODEL_FIELDS = {
     lastHour: true,
     tasks: true,
     note: true
-  } satisfies Fields<JobUtilisation>
+  } satisfies Fields<JobUtilisation>,
+  MissingPermission: {
+    group: true,
+    resource: true,
+    verb: true,
+    namespace: true,
+    why: true,
+    message: true
+  } satisfies Fields<MissingPermission>,
+  Reachability: {
+    name: true,
+    ok: true,
+    detail: true
+  } satisfies Fields<Reachability>,
+  SelfCheck: {
+    backend: true,
+    flavor: true,
+    namespace: true,
+    user: true,
+    ok: true,
+    checked: true,
+    missing: true,
+    reachability: true,
+    note: true
+  } satisfies Fields<SelfCheck>
 };

@@ -1,0 +1,328 @@
+"""jupyter_pai.hub's pre-spawn hook against the real control plane: a stand-in for
+KubeSpawner (the user with their groups, and an async client as the admin, as the hub
+has) gets each user a namespace, service account, bindings and LocalQueues; a second
+spawn changes nothing; a group left takes its VC away. And under JupyterHub, a job
+annotated with the user's name outside their own namespace is not theirs."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes_asyncio import config as async_config
+
+from jupyter_pai.backends.kubernetes import KubernetesBackend, connect
+from jupyter_pai.backends.models import JobDetail, JobState
+from jupyter_pai.errors import Forbidden
+from jupyter_pai.hub import configure_kubespawner
+from jupyter_pai.spec import parse_job
+from tests.cluster import manifests
+from tests.cluster.pytest_plugin import TestCluster
+
+pytestmark = pytest.mark.kube
+QUEUES = ("kueue.x-k8s.io", "v1beta2")
+
+
+def stand_in(api: Any, name: str, groups: list[str]) -> Any:
+    """What the hooks read of a KubeSpawner: ``user.name``, ``user.groups`` (objects with
+    ``.name``, as JupyterHub's User has) and ``api`` (its CoreV1Api)."""
+    user = SimpleNamespace(name=name, groups=[SimpleNamespace(name=g) for g in groups])
+    return SimpleNamespace(user=user, api=SimpleNamespace(api_client=api))
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"hub{secrets.token_hex(2)}-"
+
+
+@pytest.fixture
+async def admin_api(kube_cluster: TestCluster) -> AsyncIterator[Any]:
+    api = await async_config.new_client_from_config(config_file=str(kube_cluster.kubeconfig))
+    yield api
+    await api.close()
+
+
+@pytest.fixture
+def hub_ns(kube_cluster: TestCluster, prefix: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The hub's namespace with the admin's ConfigMap; everything made goes at the end."""
+    core = kube_cluster.core()
+    name = f"{prefix}hub"
+    core.create_namespace({"metadata": {"name": name}})
+    core.create_namespaced_config_map(
+        name,
+        {
+            "metadata": {"name": "jupyter-pai-config"},
+            "data": {"jupyter_server_config.json": '{"PAIConfig": {"backend": "kubernetes"}}'},
+        },
+    )
+    monkeypatch.setenv("POD_NAMESPACE", name)
+    yield name
+    rbac = kube_cluster.api()
+    for binding in client.RbacAuthorizationV1Api(rbac).list_cluster_role_binding().items:
+        if binding.metadata.name.startswith(f"jupyter-pai-server-{prefix}"):
+            client.RbacAuthorizationV1Api(rbac).delete_cluster_role_binding(binding.metadata.name)
+    for ns in core.list_namespace().items:
+        if ns.metadata.name.startswith(prefix):
+            core.delete_namespace(ns.metadata.name)
+
+
+def hooks(flavor: str, prefix: str) -> tuple[Any, Any]:
+    c = SimpleNamespace(KubeSpawner=SimpleNamespace())
+    configure_kubespawner(
+        c,
+        flavor=flavor,
+        vc_groups={"researchers": ["research"]},
+        namespace_prefix=prefix,
+    )
+    return c.KubeSpawner.pre_spawn_hook, c.KubeSpawner.modify_pod_hook
+
+
+def allowed(kube_cluster: TestCluster, namespace: str, verb: str, resource: str, ns: str) -> bool:
+    review = client.AuthorizationV1Api(kube_cluster.api()).create_subject_access_review(
+        {
+            "spec": {
+                "user": f"system:serviceaccount:{namespace}:jupyter-pai",
+                "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"],
+                "resourceAttributes": {
+                    "namespace": ns,
+                    "verb": verb,
+                    "group": "jobset.x-k8s.io" if resource == "jobsets" else "",
+                    "resource": resource,
+                },
+            }
+        }
+    )
+    return bool(review.status.allowed)
+
+
+def vc_labels(kube_cluster: TestCluster, namespace: str) -> dict[str, str]:
+    labels = kube_cluster.core().read_namespace(namespace).metadata.labels or {}
+    return {k: v for k, v in labels.items() if k.startswith("jupyter-pai/")}
+
+
+def local_queues(kube_cluster: TestCluster, namespace: str) -> dict[str, str]:
+    items = kube_cluster.custom().list_namespaced_custom_object(*QUEUES, namespace, "localqueues")
+    return {q["metadata"]["name"]: q["spec"]["clusterQueue"] for q in items["items"]}
+
+
+async def test_pre_spawn_makes_the_users_objects(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    pre_spawn, _ = hooks("kueue", prefix)
+    carol_ns, dave_ns = f"{prefix}carol", f"{prefix}dave"
+    await pre_spawn(stand_in(admin_api, "carol", ["researchers"]))
+    await pre_spawn(stand_in(admin_api, "dave", []))
+    rv_before = kube_cluster.core().read_namespace(carol_ns).metadata.resource_version
+    await pre_spawn(stand_in(admin_api, "carol", ["researchers"]))  # again: idempotent
+
+    core = kube_cluster.core()
+    assert core.read_namespace(carol_ns).metadata.resource_version == rv_before
+    assert vc_labels(kube_cluster, carol_ns) == {
+        "jupyter-pai/managed": "true",
+        "jupyter-pai/user": "carol",
+        "jupyter-pai/vc.default": "true",
+        "jupyter-pai/vc.research": "true",
+    }
+    assert "jupyter-pai/vc.research" not in vc_labels(kube_cluster, dave_ns)
+    assert core.read_namespaced_service_account("jupyter-pai", carol_ns)
+    config = core.read_namespaced_config_map("jupyter-pai-config", carol_ns)
+    assert config.data == {"jupyter_server_config.json": '{"PAIConfig": {"backend": "kubernetes"}}'}
+    assert local_queues(kube_cluster, carol_ns) == {"default": "default", "research": "research"}
+    assert local_queues(kube_cluster, dave_ns) == {"default": "default"}
+
+    # The namespace is the isolation: carol's account works in hers, not in dave's.
+    assert allowed(kube_cluster, carol_ns, "create", "jobsets", carol_ns)
+    assert allowed(kube_cluster, carol_ns, "create", "pods", carol_ns)
+    assert not allowed(kube_cluster, carol_ns, "list", "pods", dave_ns)
+    assert not allowed(kube_cluster, carol_ns, "create", "jobsets", dave_ns)
+    assert allowed(kube_cluster, carol_ns, "list", "nodes", "")  # the cluster reader
+
+
+async def test_a_group_left_takes_its_vc_away(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    pre_spawn, _ = hooks("kueue", prefix)
+    carol_ns = f"{prefix}carol"
+    await pre_spawn(stand_in(admin_api, "carol", ["researchers"]))
+    # An admin's own LocalQueue and label are not the hook's to remove.
+    kube_cluster.custom().create_namespaced_custom_object(
+        *QUEUES,
+        carol_ns,
+        "localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "manual"},
+            "spec": {"clusterQueue": "default"},
+        },
+    )
+    kube_cluster.core().patch_namespace(carol_ns, {"metadata": {"labels": {"team": "a"}}})
+
+    await pre_spawn(stand_in(admin_api, "carol", []))
+    labels = kube_cluster.core().read_namespace(carol_ns).metadata.labels
+    assert "jupyter-pai/vc.research" not in labels
+    assert labels["jupyter-pai/vc.default"] == "true" and labels["team"] == "a"
+    assert local_queues(kube_cluster, carol_ns) == {"default": "default", "manual": "default"}
+
+    await pre_spawn(stand_in(admin_api, "carol", ["researchers"]))
+    assert local_queues(kube_cluster, carol_ns)["research"] == "research"
+
+
+async def test_other_flavors_get_no_local_queues(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    pre_spawn, _ = hooks("volcano", prefix)
+    await pre_spawn(stand_in(admin_api, "dave", ["researchers"]))
+    dave_ns = f"{prefix}dave"
+    assert vc_labels(kube_cluster, dave_ns)["jupyter-pai/vc.research"] == "true"
+    assert local_queues(kube_cluster, dave_ns) == {}
+    rb = client.RbacAuthorizationV1Api(kube_cluster.api()).read_namespaced_role_binding(
+        "jupyter-pai-server", dave_ns
+    )
+    assert rb.role_ref.name == "jupyter-pai-user"
+    assert [(s.kind, s.name, s.namespace) for s in rb.subjects] == [
+        ("ServiceAccount", "jupyter-pai", dave_ns)
+    ]
+
+
+async def test_bindings_the_hub_did_not_make_are_left_alone(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    """An admin's binding of a person in the namespace stays as it is; one that takes the
+    name of the server's binding stops the spawn with the reason, and is not replaced."""
+    erin_ns = f"{prefix}erin"
+    kube_cluster.core().create_namespace({"metadata": {"name": erin_ns}})
+    rbac = client.RbacAuthorizationV1Api(kube_cluster.api())
+
+    def binding(name: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "namespace": erin_ns},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "jupyter-pai-user",
+            },
+            "subjects": [{"kind": "User", "name": "erin", "apiGroup": "rbac.authorization.k8s.io"}],
+        }
+
+    rbac.create_namespaced_role_binding(erin_ns, binding("jupyter-pai-user"))
+    pre_spawn, _ = hooks("volcano", prefix)
+    await pre_spawn(stand_in(admin_api, "erin", []))
+    kept = rbac.read_namespaced_role_binding("jupyter-pai-user", erin_ns)
+    assert [(s.kind, s.name) for s in kept.subjects] == [("User", "erin")]
+
+    rbac.delete_namespaced_role_binding("jupyter-pai-server", erin_ns)
+    rbac.create_namespaced_role_binding(erin_ns, binding("jupyter-pai-server"))
+    with pytest.raises(ValueError, match="RoleBinding jupyter-pai-server exists but was not made"):
+        await pre_spawn(stand_in(admin_api, "erin", []))
+    squatter = rbac.read_namespaced_role_binding("jupyter-pai-server", erin_ns)
+    assert [(s.kind, s.name) for s in squatter.subjects] == [("User", "erin")]
+
+
+async def test_a_missing_config_map_is_named(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    kube_cluster.core().delete_namespaced_config_map("jupyter-pai-config", hub_ns)
+    pre_spawn, _ = hooks("native", prefix)
+    with pytest.raises(
+        RuntimeError,
+        match=f"ConfigMap 'jupyter-pai-config' not found in the hub's namespace '{hub_ns}'",
+    ):
+        await pre_spawn(stand_in(admin_api, "carol", []))
+    with pytest.raises(ApiException):
+        kube_cluster.core().read_namespaced_config_map("jupyter-pai-config", f"{prefix}carol")
+
+
+SLEEPER = """
+protocolVersion: 2
+name: {name}
+type: job
+taskRoles:
+  worker:
+    instances: 1
+    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0, ports: {{http: 1}}}}
+    commands: ['sleep 300']
+"""
+
+
+async def test_a_forged_owner_outside_the_users_namespace_is_not_theirs(
+    kube_cluster: TestCluster, prefix: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A namespace others may write (a team's) holds a job annotated with carol's name,
+    made by someone else: carol's server under JupyterHub, whose pod runs in her own
+    namespace, does not stop, delete or open the ports of it; in her namespace it does."""
+    core = kube_cluster.core()
+    team, own = f"{prefix}team", f"{prefix}carol"
+    for ns in (team, own):
+        core.create_namespace({"metadata": {"name": ns}})
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.delenv("JUPYTER_PAI_USER", raising=False)
+
+    def backend(namespace: str) -> KubernetesBackend:
+        return KubernetesBackend(
+            kubeconfig=str(kube_cluster.kubeconfig),
+            namespace=namespace,
+            flavor="native",
+            user="carol",
+            node_selector={manifests.POOL_LABEL: "gpu"},  # simulated: Running at once
+        )
+
+    try:
+        forger = backend(team)  # someone else, claiming carol's name
+        await forger.start()
+        try:
+            forged = await forger.submit(parse_job(SLEEPER.format(name="forged")).job)
+        finally:
+            await forger.close()
+        mine_maker = backend(own)
+        await mine_maker.start()
+        try:
+            mine = await mine_maker.submit(parse_job(SLEEPER.format(name="mine")).job)
+        finally:
+            await mine_maker.close()
+
+        pod_ns = tmp_path / "namespace"
+        pod_ns.write_text(own)
+        monkeypatch.setattr(connect, "SA_NAMESPACE", pod_ns)
+        monkeypatch.setenv("JUPYTERHUB_USER", "carol")
+        carol = backend(team)
+        await carol.start()
+        try:
+            job = await carol.get_job(forged.id)
+            assert job.user == "carol"  # what the annotation says, shown as it is
+            with pytest.raises(Forbidden, match=f"namespace {team} is not yours"):
+                await carol.stop_job(forged.id)
+            with pytest.raises(Forbidden, match=f"namespace {team} is not yours"):
+                await carol.delete_job(forged.id)
+            port = (await wait_running(carol, forged.id)).tasks[0].ports["http"][0]
+            with pytest.raises(Forbidden, match=f"namespace {team} is not yours"):
+                await carol.task_port(forged.id, "worker-0", str(port))
+        finally:
+            await carol.close()
+        carol = backend(own)
+        await carol.start()
+        try:
+            stopped = await carol.stop_job(mine.id)
+            assert stopped.id == mine.id
+        finally:
+            await carol.close()
+    finally:
+        for ns in (team, own):
+            core.delete_namespace(ns)
+
+
+async def wait_running(b: KubernetesBackend, job_id: str, timeout: float = 60) -> JobDetail:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = await b.get_job(job_id)
+        if job.state == JobState.RUNNING:
+            return job
+        await asyncio.sleep(0.25)
+    raise AssertionError(f"job {job_id} not running after {timeout}s")
