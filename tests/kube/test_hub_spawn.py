@@ -326,3 +326,69 @@ async def wait_running(b: KubernetesBackend, job_id: str, timeout: float = 60) -
             return job
         await asyncio.sleep(0.25)
     raise AssertionError(f"job {job_id} not running after {timeout}s")
+
+
+def _self_review(api: Any, attributes: dict[str, str]) -> bool:
+    body = {"spec": {"resourceAttributes": attributes}}
+    review = client.AuthorizationV1Api(api).create_self_subject_access_review(body)
+    return bool(review.status.allowed)
+
+
+async def test_the_users_account_is_refused_what_it_must_not_do(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    """Asked as the server's own account (a token of its service account, as the pod has):
+    what a user's server may not do anywhere, with what it must do as the control."""
+    pre_spawn, _ = hooks("volcano", prefix)
+    await pre_spawn(stand_in(admin_api, "carol", ["researchers"]))
+    await pre_spawn(stand_in(admin_api, "dave", []))
+    carol_ns, dave_ns = f"{prefix}carol", f"{prefix}dave"
+    token = (
+        kube_cluster.core()
+        .create_namespaced_service_account_token(
+            "jupyter-pai", carol_ns, {"spec": {"expirationSeconds": 600}}
+        )
+        .status.token
+    )
+    admin = kube_cluster.api().configuration
+    as_account = client.Configuration(host=admin.host)
+    as_account.ssl_ca_cert = admin.ssl_ca_cert
+    as_account.api_key = {"BearerToken": token}
+    as_account.api_key_prefix = {"BearerToken": "Bearer"}
+    api = client.ApiClient(as_account)
+    review = client.AuthenticationV1Api(api).create_self_subject_review({})
+    assert review.status.user_info.username == f"system:serviceaccount:{carol_ns}:jupyter-pai"
+    for attributes in (
+        {"namespace": carol_ns, "verb": "create", "group": "batch.volcano.sh", "resource": "jobs"},
+        {"namespace": carol_ns, "verb": "get", "resource": "pods", "subresource": "log"},
+    ):
+        assert _self_review(api, attributes), attributes  # the control: the check can fail
+    refused = [
+        {"namespace": dave_ns, "verb": "create", "resource": "pods"},
+        {"namespace": dave_ns, "verb": "list", "resource": "secrets"},
+        {"verb": "list", "resource": "secrets"},  # cluster-wide
+        {"verb": "list", "resource": "pods"},  # cluster-wide
+        {"namespace": carol_ns, "verb": "create", "resource": "pods", "subresource": "exec"},
+        {"namespace": carol_ns, "verb": "update", "resource": "secrets"},
+        {
+            "namespace": carol_ns,
+            "verb": "escalate",
+            "group": "rbac.authorization.k8s.io",
+            "resource": "roles",
+        },
+        {
+            "namespace": carol_ns,
+            "verb": "bind",
+            "group": "rbac.authorization.k8s.io",
+            "resource": "clusterroles",
+        },
+        {
+            "namespace": carol_ns,
+            "verb": "create",
+            "group": "rbac.authorization.k8s.io",
+            "resource": "rolebindings",
+        },
+        {"verb": "patch", "resource": "namespaces", "name": carol_ns},
+    ]
+    allowed_now = [a for a in refused if _self_review(api, a)]
+    assert allowed_now == [], allowed_now
