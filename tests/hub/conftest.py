@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster import manifests
 from tests.cluster.pytest_plugin import TestCluster, kube_cluster
+from tests.hub.singleuser import singleuser_env
 from tests.ui.conftest import browser, free_port
 
 __all__ = ["browser", "hub", "kube_cluster"]
@@ -193,6 +194,7 @@ def run_hub(cluster: TestCluster, base: Path, flavor: str) -> Iterator[Hub]:
         "JUPYTER_PAI_HUB_PASSWORD": password,
         "JUPYTER_PAI_HUB_SERVICE_TOKEN": token,
         "JUPYTER_PAI_HUB_FLAVOR": flavor,
+        "JUPYTER_PAI_HUB_SINGLEUSER": str(singleuser_env() / "bin" / "jupyterhub-singleuser"),
         "JUPYTER_PAI_HUB_LAB_SETTINGS": str(lab_settings),
     }
     log_path = base / "hub.log"

@@ -46,7 +46,8 @@ c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
 VC_GROUPS = {"research": ["research"]}
 
 c.KubeSpawner.image = "jupyter-pai-singleuser:test"  # the runner runs the command, not the image
-c.KubeSpawner.cmd = ["jupyterhub-singleuser"]
+# From an environment made as deploy/singleuser/Dockerfile makes the image (singleuser.py).
+c.KubeSpawner.cmd = [env["JUPYTER_PAI_HUB_SINGLEUSER"]]
 c.KubeSpawner.node_selector = {"jupyter-pai.test/runner": "true"}
 c.KubeSpawner.port = 8888
 c.KubeSpawner.cpu_guarantee = 0.1
