@@ -44,6 +44,7 @@ from kubernetes.client.exceptions import ApiException
 
 from benchmarks.kube_cluster import cluster
 from jupyter_pai.backends.kubernetes import KubernetesBackend
+from jupyter_pai.backends.selfcheck import check_and_log
 from tests.cluster import controlplane, kube, manifests
 from tests.cluster import hived as cluster_hived
 from tests.cluster import kueue as cluster_kueue
@@ -286,9 +287,11 @@ async def measure(
     ]
     before_start = server.read()
     t0 = time.monotonic()
-    # Started a few at a time, as servers spawned over a while would be.
+    # Started a few at a time, as servers spawned over a while would be, each with the
+    # permission self-check a server runs on its first request.
     for i in range(0, len(backends), 20):
         await asyncio.gather(*(b.start() for b in backends[i : i + 20]))
+        await asyncio.gather(*(check_and_log(b) for b in backends[i : i + 20]))
     unsynced = [b.namespace for b in backends if not await b.cache.wait_synced(60)]
     if unsynced:
         raise SystemExit(f"watch caches not synced: {unsynced[:5]}…")
