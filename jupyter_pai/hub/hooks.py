@@ -12,16 +12,15 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from ..backends.kubernetes import connect
 from . import objects
 from .objects import HubSettings, Manifest
 
-SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 KUEUE_GROUP, KUEUE_VERSION = objects.KUEUE_API.split("/")
 
 
@@ -30,9 +29,7 @@ def hub_namespace() -> str:
     env = os.environ.get("POD_NAMESPACE")
     if env:
         return env
-    if SA_NAMESPACE.is_file():
-        return SA_NAMESPACE.read_text().strip()
-    return "default"
+    return connect.pod_namespace() or "default"
 
 
 def user_namespace(settings: HubSettings, spawner: Any) -> str:

@@ -34,16 +34,20 @@ def context_namespace(path: str | None, context: str | None) -> str | None:
     return None
 
 
+def pod_namespace() -> str | None:
+    """The namespace this process's pod runs in (its service account volume says), if it
+    runs in a pod."""
+    try:
+        return SA_NAMESPACE.read_text().strip() or None
+    except OSError:
+        return None
+
+
 def default_namespace(kubeconfig: str | None, context: str | None) -> str:
     env = os.environ.get("JUPYTER_PAI_NAMESPACE")
     if env:
         return env
-    ns = context_namespace(kubeconfig_path(kubeconfig), context)
-    if ns:
-        return ns
-    if SA_NAMESPACE.is_file():
-        return SA_NAMESPACE.read_text().strip()
-    return "default"
+    return context_namespace(kubeconfig_path(kubeconfig), context) or pod_namespace() or "default"
 
 
 async def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:

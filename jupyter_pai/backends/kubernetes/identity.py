@@ -12,20 +12,11 @@ import os
 from . import connect
 
 
-def pod_namespace() -> str | None:
-    """The namespace this server's pod runs in (as its service account volume says), if
-    it runs in a pod."""
-    try:
-        return connect.SA_NAMESPACE.read_text().strip() or None
-    except OSError:
-        return None
-
-
 def foreign_namespace(namespace: str) -> str | None:
     """Why jobs in ``namespace`` are not the JupyterHub user's own, or None where they
     may be (not under JupyterHub, or not in a pod: the annotation decides, as before)."""
     hub_user = os.environ.get("JUPYTERHUB_USER")
-    own = pod_namespace()
+    own = connect.pod_namespace()
     if not hub_user or own is None or namespace == own:
         return None
     return (
