@@ -10,12 +10,18 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from kubernetes_asyncio.config import ConfigException
+
+from ...errors import Unavailable
 from ..selfcheck import MissingPermission, Reachability, SelfCheck
+from . import connect
+from .flavors.hived_cells import HivedCells
+from .permissions import Permission, required
+from .promql import NoAnswer, instant_all
+from .rest import ApiError, Rest
 
 if TYPE_CHECKING:
     from .backend import KubernetesBackend
-    from .permissions import Permission
-    from .rest import Rest
 
 #: The ClusterRoles an admin binds: in the user's namespace, and cluster wide (reads).
 NAMESPACE_ROLE = "jupyter-pai-user"
@@ -43,8 +49,6 @@ def missing_message(p: Permission, namespace: str, problem: str = "") -> str:
 
 async def review(rest: Rest, p: Permission, namespace: str) -> MissingPermission | None:
     """None when the API server says the user holds ``p``."""
-    from .rest import ApiError
-
     resource, _, sub = p.resource.partition("/")
     attributes = {"group": p.group, "resource": resource, "verb": p.verb}
     if sub:
@@ -79,8 +83,6 @@ async def scheduler_served(
     """Whether the API server serves every resource of the flavor's own kinds (its CRDs,
     or an alpha API a feature gate turns on), and every other API group the permissions
     name (Volcano's bus commands), by discovery."""
-    from ...errors import Unavailable
-    from .rest import ApiError
 
     name = f"scheduler ({SCHEDULERS.get(backend.flavor, backend.flavor)})"
     wanted: dict[str, set[str]] = {}
@@ -115,8 +117,6 @@ async def scheduler_served(
 
 
 async def hived_answers(url: str) -> Reachability:
-    from ...errors import Unavailable
-    from .flavors.hived_cells import HivedCells
 
     try:
         cells = await HivedCells(url, timeout=PROBE_TIMEOUT).refresh()
@@ -126,7 +126,6 @@ async def hived_answers(url: str) -> Reachability:
 
 
 async def prometheus_answers(url: str) -> Reachability:
-    from .promql import NoAnswer, instant_all
 
     try:
         await instant_all(url, {"one": "vector(1)"}, PROBE_TIMEOUT)
@@ -138,10 +137,6 @@ async def prometheus_answers(url: str) -> Reachability:
 async def check(backend: KubernetesBackend) -> SelfCheck:
     """Ask the API server about every permission ``backend``'s flavor uses, at once, over
     the backend's REST client (a short-lived one when the backend is not started)."""
-    from kubernetes_asyncio.config import ConfigException
-
-    from . import connect
-    from .rest import Rest
 
     if backend.rest is not None:
         return await _check(backend, backend.rest)
@@ -157,9 +152,6 @@ async def check(backend: KubernetesBackend) -> SelfCheck:
 
 
 async def _check(backend: KubernetesBackend, rest: Rest) -> SelfCheck:
-    from ...errors import Unavailable
-    from .permissions import required
-    from .rest import ApiError
 
     host = rest.api.configuration.host
     try:
