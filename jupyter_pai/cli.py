@@ -32,8 +32,9 @@ from .backends.models import (
 from .config import PAIConfig, load_config
 from .errors import Conflict, FieldError, Forbidden, NotFound, PAIError, SpecError, Unavailable
 from .notebook.connection import BackendConnection
-from .notebook.tables import print_detail, print_jobs, print_vcs
+from .notebook.tables import print_detail, print_images, print_jobs, print_vcs
 from .spec.parse import parse_job
+from .submission.images import ImagePolicy
 from .submission.jobs import JobRequest, parse_params, submit_job
 
 EXIT_JOB_FAILED = 1
@@ -115,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
 
     add("vcs", "virtual clusters: capacity, use and queue")
+    p = add(
+        "images",
+        "images to choose from: the catalogue and the registries' repositories and tags, with"
+        " age, size, CUDA and framework, scan severity and the GPU nodes that hold each",
+    )
+    p.add_argument("repository", nargs="?", help="only this repository (or its tags' prefix)")
     add(
         "check",
         "ask the cluster for every permission the backend needs (exit 6 when one is "
@@ -128,7 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="the kernelspec's name (letters, digits, - . _)")
     p.add_argument("--vc", required=True, help="the virtual cluster the kernel queues in")
     p.add_argument("--gpus", type=int, default=0, help="GPUs the kernel holds (default 0)")
-    p.add_argument("--image", default="", help="an image of PAIConfig.images (name or URI)")
+    p.add_argument(
+        "--image",
+        default="",
+        help="a catalogue name, a registry's tag, or any reference (unless the admin turns"
+        " custom images off); see jupyter pai images",
+    )
     p.add_argument("--cpu", type=float, help="CPUs (default: the job default)")
     p.add_argument("--memory-mb", type=int, help="memory in MB (default: the job default)")
     p.add_argument("--storage", action="append", default=[], help="a storage to mount (repeatable)")
@@ -163,7 +175,12 @@ async def run(args: argparse.Namespace) -> int:
         if args.command == "check":
             return await check(connection.pai_config.make_backend(), args)
         try:
-            return int(await COMMANDS[args.command](await connection.backend(), args))
+            if args.command == "images":
+                return await images(connection, args)
+            backend = await connection.backend()
+            if args.command == "submit":
+                return await submit(backend, args, connection.image_policy())
+            return int(await COMMANDS[args.command](backend, args))
         finally:
             await connection.close()
     except PAIError as exc:
@@ -200,21 +217,21 @@ def validate(args: argparse.Namespace) -> int:
     return 0
 
 
-async def submit(backend: Backend, args: argparse.Namespace) -> int:
+async def submit(backend: Backend, args: argparse.Namespace, images: ImagePolicy) -> int:
     if args.file.endswith(".ipynb"):
-        return await submit_notebook(backend, args)
+        return await submit_notebook(backend, args, images)
     given = [f"--{k}" for k in ("image", "output", "storage") if getattr(args, k)]
     if args.gpus:
         given.append("--gpus")
     if given:
         raise SpecError([FieldError(given[0], "only for a notebook (.ipynb); set it in the job")])
     request = JobRequest(read_source(args.file), parse_params(args.param), args.vc, args.name)
-    result = await submit_job(backend, request.parse())
+    result = await submit_job(backend, request.parse(), images=images)
     print_warnings(result.warnings)
     return await follow_submission(backend, result.job, args)
 
 
-async def submit_notebook(backend: Backend, args: argparse.Namespace) -> int:
+async def submit_notebook(backend: Backend, args: argparse.Namespace, images: ImagePolicy) -> int:
     # nbformat: imported only to run a notebook.
     from .submission import notebooks
     from .submission.nbjob import NotebookRun
@@ -229,7 +246,7 @@ async def submit_notebook(backend: Backend, args: argparse.Namespace) -> int:
         storage=args.storage,
         output=args.output,
     )
-    result = await notebooks.submit_notebook(backend, run)
+    result = await notebooks.submit_notebook(backend, run, images=images)
     print_warnings(result.warnings)
     if not args.json:
         print(f"the executed notebook will be {result.output_location}")
@@ -324,10 +341,10 @@ async def check(backend: Backend, args: argparse.Namespace) -> int:
 
 
 def install_kernelspec(args: argparse.Namespace) -> int:
-    from .kernels.jobspec import KernelRequest, resolve_image
+    from .kernels.jobspec import KernelRequest
     from .kernels.kernelspec import install
 
-    resolve_image(args.image, PAIConfig(config=load_config()).images)
+    ImagePolicy.from_config(PAIConfig(config=load_config())).resolve(args.image, "--image")
     request = KernelRequest(
         virtual_cluster=args.vc,
         gpus=args.gpus,
@@ -344,7 +361,20 @@ def install_kernelspec(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"submit": submit, "jobs": jobs, "show": show, "logs": logs, "stop": stop, "vcs": vcs}
+async def images(connection: BackendConnection, args: argparse.Namespace) -> int:
+    choices = await connection.images()
+    if args.repository:
+        choices.repositories = [
+            r for r in choices.repositories if args.repository in (r.name, r.uri)
+        ] or [r for r in choices.repositories if r.uri.startswith(args.repository)]
+    if args.json:
+        emit(choices)
+    else:
+        print_images(choices)
+    return 0
+
+
+COMMANDS = {"jobs": jobs, "show": show, "logs": logs, "stop": stop, "vcs": vcs}
 
 
 # -- output ----------------------------------------------------------------------------

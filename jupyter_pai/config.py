@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from importlib.metadata import entry_points
 from typing import Any, cast
+from urllib.parse import urlsplit
 
-from traitlets import Dict, List, Type, Unicode, default
+from traitlets import Bool, Dict, Float, List, Type, Unicode, default
 from traitlets.config import Config, Configurable
 
 from .backends.base import Backend
@@ -68,6 +69,40 @@ class PAIConfig(Configurable):
     def _default_images(self) -> list[dict[str, Any]]:
         return [dict(i) for i in DEFAULT_IMAGES]
 
+    image_registries = List(
+        Dict(),
+        help="""Registries whose repositories and tags every image picker offers, listed live:
+        ``[{"url": "http://127.0.0.1:5000", "kind": "oci"}]``. Each: ``url``; ``kind``
+        (``oci``: any OCI Distribution registry, or ``harbor``: Harbor's API v2.0, with scan
+        results); ``name``; ``repositories`` (oci) or ``projects`` (harbor) to list only those;
+        ``credentials``: ``{"file": PATH}`` (JSON with ``username`` and ``password``, or a
+        Docker ``config.json``) or ``{"secret": NAME}`` (a Kubernetes Secret in the user's
+        namespace); ``pullSecret``: the Secret pods pull this registry's images with;
+        ``insecure``: skip TLS verification. Credentials never reach the browser.""",
+    ).tag(config=True)
+
+    custom_images = Bool(
+        True,
+        help="""Whether users may run any image reference they type. False: only the images
+        of :attr:`images` and of :attr:`image_registries`.""",
+    ).tag(config=True)
+
+    image_refresh_seconds = Float(
+        300.0,
+        help="""How often the registries are listed again in the background; a registry that
+        does not answer keeps its last list, and the pickers say so.""",
+    ).tag(config=True)
+
+    def image_pull_secrets(self) -> dict[str, str]:
+        """Registry host → the Secret pods pull its images with (each ``pullSecret``)."""
+        found = {}
+        for entry in self.image_registries:
+            secret = entry.get("pullSecret") or entry.get("pull_secret")
+            host = urlsplit(str(entry.get("url", ""))).netloc
+            if secret and host:
+                found[host] = str(secret)
+        return found
+
     def backend_type(self) -> type[Backend]:
         if self.backend_class is not None:
             return self.backend_class
@@ -86,7 +121,13 @@ class PAIConfig(Configurable):
         return cast("type[Backend]", getattr(imported, attr))
 
     def make_backend(self, **kwargs: Any) -> Backend:
-        return self.backend_type()(config=self.config, **kwargs)
+        cls = self.backend_type()
+        pull = self.image_pull_secrets()
+        if pull and "image_pull_secrets" in cls.class_trait_names():
+            # The registries' pull secrets, under what the backend's own setting names.
+            own = self.config.get(cls.__name__, {}).get("image_pull_secrets", {})
+            kwargs.setdefault("image_pull_secrets", {**pull, **own})
+        return cls(config=self.config, **kwargs)
 
 
 def load_config() -> Config:

@@ -44,6 +44,14 @@ if [ ! -x /usr/bin/prometheus ] || [ ! -x /usr/bin/prometheus-node-exporter ]; t
     --no-install-recommends prometheus prometheus-node-exporter >/dev/null
 fi
 
+# The image catalogue's tests list a real registry (Debian's docker-registry, distribution
+# 2.8) that skopeo pushes images into; htpasswd writes its basic-auth users.
+if [ ! -x /usr/bin/docker-registry ] || [ ! -x /usr/bin/skopeo ] || [ ! -x /usr/bin/htpasswd ]; then
+  step "installing Debian's docker-registry, skopeo and htpasswd for the image catalogue tests"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends docker-registry skopeo apache2-utils >/dev/null
+fi
+
 step "lint, format and types"
 ruff check jupyter_pai tests benchmarks
 ruff format --check jupyter_pai tests benchmarks

@@ -168,10 +168,28 @@ class Backend(LoggingConfigurable):
         callers must compare listings."""
         return None
 
+    @property
+    def places_gpu_types(self) -> bool:
+        """Whether a role's GPU type (``skuType``) chooses the GPUs its tasks get."""
+        return False
+
     def submission_warnings(self, job: JobProtocol) -> list[FieldError]:
         """What this backend will not run as the job wrote it (runtime plugins it ignores or
-        runs differently), for the warnings returned at submission."""
-        return runtime.submission_warnings(job, self.name)
+        runs differently, GPU types it does not place by), for the warnings returned at
+        submission."""
+        found = runtime.submission_warnings(job, self.name)
+        if not self.places_gpu_types:
+            for role in job.task_roles:
+                wanted = job.gpu_type(role)
+                if wanted:
+                    found.append(
+                        FieldError(
+                            f"extras.hivedScheduler.taskRoles.{role}.skuType",
+                            f"GPU type {wanted!r} is not placed by this backend yet: the"
+                            " tasks get any GPU of the virtual cluster",
+                        )
+                    )
+        return found
 
     def check_runtime_plugins(self, job: JobProtocol) -> None:
         """Refuse plugin parameters OpenPAI's plugins would fail on (400 naming the field)."""
@@ -270,6 +288,19 @@ class Backend(LoggingConfigurable):
         except NotFound:  # ended meanwhile
             return None
         return usage.gpu_percent if usage is not None else None
+
+    async def registry_credentials(self, secret: str, host: str) -> tuple[str, str] | None:
+        """The (username, password) for ``host`` in the Secret ``secret``: registries'
+        ``{"secret": NAME}`` credentials. Only a backend with Secrets has them."""
+        raise NotImplementedError(
+            f"a registry's credentials from the Secret {secret!r} need the Kubernetes backend;"
+            " give them as a file instead"
+        )
+
+    async def images_on_gpu_nodes(self) -> dict[str, int] | None:
+        """Image name (each of a node's ``status.images`` names) → how many GPU nodes hold
+        it: images that start without a pull. None where nodes do not say."""
+        return None
 
     async def self_check(self) -> SelfCheck:
         """``jupyter pai check``: each permission the backend lacks where its jobs run, in

@@ -4,11 +4,10 @@ of kind ``kernel`` that runs it. Pure: no I/O."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import FieldError, SpecError
 from ..spec.protocol import JobProtocol
 from .launcher import CURVE_VARIABLES, KEY_VARIABLE, PORT_LABEL, PORT_NAMES, inline_command
 
@@ -28,24 +27,6 @@ class KernelRequest:
     memory_mb: int | None = None
     storages: Sequence[str] = field(default_factory=tuple)
     idle_seconds: float = 600.0
-
-
-def resolve_image(image: str, catalogue: Sequence[Mapping[str, Any]]) -> str:
-    """The image's URI: a catalogue name or one of its URIs; anything else is refused."""
-    if not image:
-        return ""
-    for entry in catalogue:
-        if image in (entry.get("name"), entry.get("uri")):
-            return str(entry.get("uri") or image)
-    known = ", ".join(str(e.get("name")) for e in catalogue) or "none"
-    raise SpecError(
-        [
-            FieldError(
-                "image", f"no image {image!r} in the catalogue (PAIConfig.images); known: {known}"
-            )
-        ],
-        message=f"unknown image {image!r}: known images are {known}",
-    )
 
 
 def kernel_job(

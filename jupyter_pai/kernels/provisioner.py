@@ -26,9 +26,10 @@ from traitlets import Float, Integer, List, Unicode
 from ..backends.base import Backend
 from ..backends.models import JobDetail, JobState, TaskState
 from ..errors import NotFound, PAIError
+from ..submission.images import ImagePolicy
 from .backends import Endpoint, backend_for, endpoint
 from .control import Heartbeat, LauncherControl, LauncherUnreachable
-from .jobspec import KernelRequest, kernel_job, resolve_image
+from .jobspec import KernelRequest, kernel_job
 from .launcher import PORT_NAMES
 from .waiting import queue_status
 
@@ -124,7 +125,7 @@ class PAIProvisioner(KernelProvisionerBase):
         backend, pai_config = await backend_for(self.parent)
         self._started_backend = backend
         try:
-            image_uri = resolve_image(self.image, pai_config.images)
+            image_uri = ImagePolicy.from_config(pai_config).resolve(self.image)
             # The pod IP is reached across the cluster network: encrypt with CurveZMQ
             # (port-forward already runs inside the API server's TLS).
             if not backend.tasks_run_here and self.connect == "pod-ip":

@@ -45,6 +45,7 @@ from ..backends.models import (
     VirtualCluster,
 )
 from ..errors import FieldError, SpecError
+from ..images.choices import ImageChoices
 from ..submission.jobs import JobRequest
 from .connection import BackendConnection, Connection
 from .job import Job
@@ -191,7 +192,13 @@ class Client:
         return self._run(self._connection.virtual_clusters())
 
     def images(self) -> list[Image]:
-        """The image catalogue (``PAIConfig.images``)."""
+        """The admin's image catalogue (``PAIConfig.images``)."""
+        return self.image_choices().items
+
+    def image_choices(self) -> ImageChoices:
+        """What image pickers offer: the catalogue (``.items``), the registries'
+        repositories and tags (``.repositories``, newest tags first), each registry's state
+        (``.registries``) and whether any typed reference is allowed (``.custom_images``)."""
         return self._run(self._connection.images())
 
     @overload
@@ -236,6 +243,9 @@ class Client:
         return await self._loop.run_async(self._connection.virtual_clusters())
 
     async def images_async(self) -> list[Image]:
+        return (await self.image_choices_async()).items
+
+    async def image_choices_async(self) -> ImageChoices:
         return await self._loop.run_async(self._connection.images())
 
     async def storage_async(

@@ -12,7 +12,6 @@ from traitlets.config import Config
 
 from ..backends.base import Backend, FileContent, LogQuery
 from ..backends.models import (
-    Image,
     Info,
     JobDetail,
     JobEvent,
@@ -26,6 +25,8 @@ from ..backends.models import (
     VirtualCluster,
 )
 from ..config import PAIConfig, load_config
+from ..images.choices import ImageChoices
+from ..submission.images import ImagePolicy, image_choices, image_policy
 from ..submission.jobs import JobRequest, submit_job
 
 
@@ -63,7 +64,8 @@ class Connection(abc.ABC):
     async def virtual_clusters(self) -> list[VirtualCluster]: ...
 
     @abc.abstractmethod
-    async def images(self) -> list[Image]: ...
+    async def images(self) -> ImageChoices:
+        """The catalogue and the registries' repositories and tags."""
 
     @abc.abstractmethod
     async def storages(self) -> list[Storage]: ...
@@ -103,6 +105,13 @@ class BackendConnection(Connection):
         self.pai_config = PAIConfig(config=merged)
         self.working_dir = working_dir
         self._backend: Backend | None = None
+        self._images: ImagePolicy | None = None
+
+    def image_policy(self) -> ImagePolicy:
+        """The configured image policy; its registries are listed when first asked."""
+        if self._images is None:
+            self._images = image_policy(self.pai_config, self.backend)
+        return self._images
 
     async def backend(self) -> Backend:
         """The configured backend, made and started by the first call that needs it."""
@@ -116,7 +125,9 @@ class BackendConnection(Connection):
     async def submit(self, request: JobRequest) -> SubmitResult:
         parsed = request.parse()
         working_dir = self.working_dir or os.getcwd()
-        return await submit_job(await self.backend(), parsed, working_dir=working_dir)
+        return await submit_job(
+            await self.backend(), parsed, working_dir=working_dir, images=self.image_policy()
+        )
 
     async def submit_notebook(self, request: NotebookJobRequest) -> NotebookJobResult:
         # nbformat: imported only by those who run a notebook.
@@ -125,7 +136,8 @@ class BackendConnection(Connection):
 
         source = os.path.join(self.working_dir or os.getcwd(), request.path)
         backend = await self.backend()
-        return await submit_notebook(backend, NotebookRun.requested(request, source))
+        run = NotebookRun.requested(request, source)
+        return await submit_notebook(backend, run, images=self.image_policy())
 
     async def list_jobs(self, query: JobFilter) -> list[JobSummary]:
         return await (await self.backend()).list_jobs(query)
@@ -152,8 +164,11 @@ class BackendConnection(Connection):
     async def virtual_clusters(self) -> list[VirtualCluster]:
         return await (await self.backend()).virtual_clusters()
 
-    async def images(self) -> list[Image]:
-        return [Image.model_validate(i) for i in self.pai_config.images]
+    async def images(self) -> ImageChoices:
+        policy = self.image_policy()
+        if policy.catalogue is not None:
+            await policy.catalogue.refresh()
+        return await image_choices(policy, await self.backend())
 
     async def storages(self) -> list[Storage]:
         return await (await self.backend()).storages()
@@ -165,6 +180,8 @@ class BackendConnection(Connection):
         return b"".join([chunk async for chunk in found.chunks])
 
     async def close(self) -> None:
+        if self._images is not None and self._images.catalogue is not None:
+            await self._images.catalogue.close()
         if self._backend is not None:
             backend, self._backend = self._backend, None
             await backend.close()

@@ -24,7 +24,7 @@ from .tables import print_detail, print_images, print_jobs, print_vcs
 HELP = """\
 %pai jobs [--state S] [--vc V] [--keyword K]   your jobs, newest first
 %pai vcs                                       virtual clusters: GPUs used, free, queued
-%pai images                                    the image catalogue
+%pai images                                    images: the catalogue and registry tags
 %pai show ID                                   a job's detail and tasks
 %pai logs ID [--role R] [--index I] [--tail N] [-f]
                                                a task's log (-f: follow until it ends)
@@ -150,7 +150,7 @@ class PAIMagics(Magics):
         print_vcs(self.client.vcs())
 
     def do_images(self, args: argparse.Namespace) -> None:
-        print_images(self.client.images())
+        print_images(self.client.image_choices())
 
     def do_show(self, args: argparse.Namespace) -> None:
         print_detail(self.client.job(args.id).detail)

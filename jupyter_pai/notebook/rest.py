@@ -23,8 +23,6 @@ from pydantic import BaseModel
 from ..backends.base import LogQuery
 from ..backends.models import (
     FieldWarning,
-    Image,
-    ImageList,
     Info,
     JobDetail,
     JobEvent,
@@ -51,6 +49,7 @@ from ..errors import (
     SpecError,
     Unavailable,
 )
+from ..images.choices import ImageChoices
 from ..submission.jobs import JobRequest, field_warnings
 from .connection import Connection
 
@@ -232,8 +231,8 @@ class RestConnection(Connection):
     async def virtual_clusters(self) -> list[VirtualCluster]:
         return (await self.read(VirtualClusterList, "GET", "virtual-clusters")).items
 
-    async def images(self) -> list[Image]:
-        return (await self.read(ImageList, "GET", "images")).items
+    async def images(self) -> ImageChoices:
+        return await self.read(ImageChoices, "GET", "images")
 
     async def storages(self) -> list[Storage]:
         return (await self.read(StorageList, "GET", "storage")).items

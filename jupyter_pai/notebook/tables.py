@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..backends.models import Image, JobDetail, JobSummary, VirtualCluster
+from ..backends.models import JobDetail, JobSummary, VirtualCluster
+from ..images.choices import ImageChoices
 
 JOBS_HEADER = ["ID", "STATE", "VC", "GPUS", "TASKS", "SUBMITTED", "DURATION", "RETRIES"]
 
@@ -64,11 +65,60 @@ def print_vcs(vcs: list[VirtualCluster]) -> None:
     print_table(rows)
 
 
-def print_images(images: list[Image]) -> None:
-    rows = [["NAME", "URI", "GPU", "DESCRIPTION"]]
-    for image in images:
-        rows.append([image.name, image.uri, "yes" if image.gpu else "no", image.description or ""])
-    print_table(rows)
+def print_images(choices: ImageChoices, now: datetime | None = None) -> None:
+    """The catalogue, then each registry's tags (newest first), then registries in trouble."""
+    if choices.items:
+        rows = [["NAME", "URI", "GPU", "DESCRIPTION"]]
+        for image in choices.items:
+            gpu = "yes" if image.gpu else "no"
+            rows.append([image.name, image.uri, gpu, image.description or ""])
+        print_table(rows)
+    tags = [(r, t) for r in choices.repositories for t in r.tags]
+    if tags:
+        if choices.items:
+            print()
+        rows = [["IMAGE", "AGE", "SIZE", "CUDA", "FRAMEWORK", "SCAN", "ON GPU NODES"]]
+        for _, tag in tags:
+            rows.append(
+                [
+                    tag.uri,
+                    age(tag.created, now),
+                    size(tag.size),
+                    tag.cuda or "-",
+                    tag.framework or "-",
+                    tag.scan_severity or "-",
+                    "-" if tag.nodes_with_image is None else str(tag.nodes_with_image),
+                ]
+            )
+        print_table(rows)
+    for registry in choices.registries:
+        if not registry.ok:
+            print(f"registry {registry.name}: {registry.error}")
+        elif registry.truncated:
+            print(f"registry {registry.name}: only the first entries are listed")
+    if not choices.custom_images:
+        print("custom images are turned off here: choose one of these")
+
+
+def age(when: datetime | None, now: datetime | None = None) -> str:
+    if when is None:
+        return "-"
+    seconds = max(0, int(((now or datetime.now(timezone.utc)) - when).total_seconds()))
+    for unit, length in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= length:
+            return f"{seconds // length}{unit}"
+    return f"{seconds}s"
+
+
+def size(count: int | None) -> str:
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
 
 
 def print_detail(job: JobDetail) -> None:

@@ -9,6 +9,7 @@ from ..backends.base import Backend
 from ..backends.jobchanges import JobChanges
 from ..backends.selfcheck import check_and_log
 from ..config import PAIConfig
+from ..submission.images import ImagePolicy, image_policy
 from .portlinks import PortLinks
 
 
@@ -23,6 +24,14 @@ class PAIContext:
         self.changes = JobChanges(self.backend)
         #: Signs the links that open task ports in sandboxed tabs (a key per server run).
         self.port_links = PortLinks()
+        #: The images submissions may name, and the registries listed for the pickers.
+        self.images: ImagePolicy = image_policy(config, self.backend)
+
+    async def image_policy(self) -> ImagePolicy:
+        """The policy, its registries listed in the background from the first use on."""
+        if self.images.catalogue is not None:
+            self.images.catalogue.start()
+        return self.images
 
     async def backend(self) -> Backend:
         if self._backend is None:
@@ -38,6 +47,8 @@ class PAIContext:
 
     async def close(self) -> None:
         await self.changes.close()
+        if self.images.catalogue is not None:
+            await self.images.catalogue.close()
         if self._check is not None:
             self._check.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -10,6 +10,8 @@ from typing import Any
 import yaml
 
 from ..backends import models, selfcheck
+from ..images import choices as image_choices
+from ..images import models as image_models
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
 MODELS: list[type[models.ApiModel]] = [
@@ -34,6 +36,10 @@ MODELS: list[type[models.ApiModel]] = [
     models.JobEventList,
     models.VirtualClusterList,
     models.ImageList,
+    image_models.ImageTag,
+    image_models.ImageRepository,
+    image_models.RegistryStatus,
+    image_choices.ImageChoices,
     models.StorageList,
     models.GpuUsage,
     models.TaskUtilisation,

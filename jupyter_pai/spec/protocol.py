@@ -364,6 +364,14 @@ class JobProtocol(Model):
         hived = self.extras.hived_scheduler
         return hived.priority if hived is not None else PRIORITY_CLASSES["test"]
 
+    def gpu_type(self, role: str) -> str | None:
+        """The GPU type ``role``'s instances run on, if the job names one: OpenPAI's
+        ``extras.hivedScheduler.taskRoles.<role>.skuType``, which the short form's
+        ``gpuType`` and OpenPAI v1's ``gpuType`` also become. Every flavor reads it here."""
+        hived = self.extras.hived_scheduler
+        task = hived.task_roles.get(role) if hived is not None else None
+        return task.sku_type if task is not None else None
+
     def prerequisite(self, name: str, type: str | None = None) -> Prerequisite | None:
         """The prerequisite called ``name`` (of ``type``: names are unique per type)."""
         return next(

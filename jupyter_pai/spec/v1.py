@@ -9,7 +9,9 @@ are unique per type), and a deployment whose preCommands export ``PAI_DATA_DIR``
 ``PAI_OUTPUT_DIR``, ``PAI_CODE_DIR`` (through markers on those prerequisites) and every
 ``jobEnvs`` entry (only there: not also as parameters, as OpenPAI's converter did). Where v1 meant something v2 says differently, the v1 meaning wins: a
 ``null`` completion count is ``-1`` ("never" / "when all are done"), the v1 defaults apply
-(memoryMB 100, shmMB 64). A field that cannot be carried over is an error naming it.
+(memoryMB 100, shmMB 64). v1's job-wide ``gpuType`` becomes every task role's
+``extras.hivedScheduler.taskRoles.<role>.skuType``, as OpenPAI's own field for it. A field
+that cannot be carried over is an error naming it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from ..errors import FieldError, SpecError
 from .protocol import NAME_PATTERN, PORT_LABEL_PATTERN, ROLE_PATTERN
+from .shortform import GPU_TYPE_PATTERN, check_gpu_type
 from .templating import as_text
 
 V1_FIELDS = (
@@ -106,7 +109,12 @@ def _v1_schema() -> dict[str, Any]:
             "image": {"type": "string", "minLength": 1},
             **{key: text for key in ("dataDir", "outputDir", "codeDir", "virtualCluster")},
             "authFile": {"const": "", "description": "HDFS credentials cannot be converted"},
-            "gpuType": {"const": "", "description": "a GPU type cannot be converted"},
+            "gpuType": {
+                "type": "string",
+                "pattern": f"^$|{GPU_TYPE_PATTERN}",
+                "description": "the GPU type (a HiveD SKU, H100-80GB) of every task role: "
+                "extras.hivedScheduler.taskRoles.<role>.skuType in protocol v2",
+            },
             "killAllOnCompletedTaskNumber": {"type": "integer"},
             "retryCount": {"anyOf": [{"const": -2}, {"type": "integer", "minimum": 0}]},
             "jobEnvs": {
@@ -210,10 +218,6 @@ class _Converter:
                 "an HDFS file of registry credentials cannot be read here; give them "
                 "as secrets and the image prerequisite's auth",
             ),
-            (
-                "gpuType",
-                "a GPU type has no protocol v2 field; choose a virtual cluster that has it",
-            ),
         ):
             if self.text(key):
                 self.error(key, f"cannot be converted: {why}")
@@ -237,6 +241,7 @@ class _Converter:
             self.paths.append(("deployments", "jobEnvs"))
         if "extras" in src:
             job["extras"] = src["extras"]
+        self.gpu_type(job)
         if "killAllOnCompletedTaskNumber" in src:
             self.warnings.append(
                 FieldError(
@@ -255,6 +260,39 @@ class _Converter:
             ),
         )
         return Converted(job, self.warnings, self.paths, self.exact)
+
+    def gpu_type(self, job: dict[str, Any]) -> None:
+        """v1's job-wide ``gpuType`` is v2's ``skuType`` of every task role."""
+        gpu_type = self.text("gpuType")
+        if not gpu_type:
+            return
+        try:
+            check_gpu_type(gpu_type)
+        except ValueError as error:
+            self.error("gpuType", str(error))
+            return
+        extras = job.get("extras", {})
+        hived = extras.get("hivedScheduler") or {} if isinstance(extras, Mapping) else None
+        roles = hived.get("taskRoles") or {} if isinstance(hived, Mapping) else None
+        if not isinstance(extras, Mapping) or not isinstance(hived, Mapping):
+            return  # not a mapping where one is needed: the v2 model reports it there
+        if not isinstance(roles, Mapping):
+            return
+        with_sku = dict(roles)
+        for name in job["taskRoles"]:
+            role = with_sku.get(name) or {}
+            if not isinstance(role, Mapping):
+                continue
+            sku = role.get("skuType")
+            if sku is not None and sku != gpu_type:
+                self.error(
+                    "gpuType",
+                    f"is {gpu_type!r} but extras.hivedScheduler.taskRoles.{name}.skuType is "
+                    f"{sku!r}: give the type once",
+                )
+            with_sku[name] = {**role, "skuType": gpu_type}
+            self.paths.insert(0, (f"extras.hivedScheduler.taskRoles.{name}.skuType", "gpuType"))
+        job["extras"] = {**extras, "hivedScheduler": {**hived, "taskRoles": with_sku}}
 
     def environment(self) -> list[str]:
         envs = self.src.get("jobEnvs")

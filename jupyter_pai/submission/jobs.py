@@ -10,6 +10,7 @@ from ..backends.base import Backend
 from ..backends.models import FieldWarning, SubmitResult
 from ..errors import FieldError, SpecError
 from ..spec.parse import ParsedJob, parse_job
+from .images import ImagePolicy
 
 #: A job as a submitter gives it: YAML or JSON text, or the document as a mapping.
 JobSource = str | bytes | Mapping[str, Any]
@@ -45,11 +46,18 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
 
 
 async def submit_job(
-    backend: Backend, parsed: ParsedJob, *, working_dir: str | None = None
+    backend: Backend,
+    parsed: ParsedJob,
+    *,
+    working_dir: str | None = None,
+    images: ImagePolicy | None = None,
 ) -> SubmitResult:
     """Submit a parsed job (the caller parses: on its loop, or in the server's parser
     process); the result carries every warning, the parser's and what ``backend`` will
-    not run as the job wrote it."""
+    not run as the job wrote it. ``images``: refuse images the policy does not allow, and
+    tags a listed registry does not have."""
+    if images is not None:
+        await images.check(parsed.job)
     job = await backend.submit(parsed.job, working_dir=working_dir)
     found = parsed.warnings + backend.submission_warnings(parsed.job)
     return SubmitResult(job=job, warnings=field_warnings(found))

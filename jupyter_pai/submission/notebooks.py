@@ -11,6 +11,7 @@ from ..backends.base import Backend
 from ..backends.models import NotebookJobResult
 from ..errors import FieldError, PAIError
 from ..spec.parse import ParsedJob, parse_job
+from .images import ImagePolicy
 from .jobs import submit_job
 from .nbjob import NotebookRun, prepare
 
@@ -33,7 +34,12 @@ async def parse_here(job: dict[str, Any]) -> ParsedJob:
 
 
 async def submit_notebook(
-    backend: Backend, run: NotebookRun, *, root: Path | None = None, parse: Parse = parse_here
+    backend: Backend,
+    run: NotebookRun,
+    *,
+    root: Path | None = None,
+    parse: Parse = parse_here,
+    images: ImagePolicy | None = None,
 ) -> NotebookJobResult:
     """Run a notebook as a job; the result carries every warning and where the executed
     notebook goes: ``output_location`` as the task writes it, ``output`` as the one who
@@ -42,7 +48,7 @@ async def submit_notebook(
     prepared = await prepare(backend, run)
     try:
         result = await submit_job(
-            backend, await parse(prepared.job), working_dir=prepared.working_dir
+            backend, await parse(prepared.job), working_dir=prepared.working_dir, images=images
         )
     except PAIError as error:
         # Name the request's fields, not those of the job it became.

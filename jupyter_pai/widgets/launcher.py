@@ -1,6 +1,6 @@
 """``jupyter_pai.widgets.launcher()``: the panel's launch form inside a notebook — a
 virtual cluster with its free GPUs (read again every few seconds), a GPU count bounded by
-what the VC can hold, an image from the catalogue, instances and a command → a job."""
+what the VC can hold, an image from the catalogue or a registry's tags, instances and a command → a job."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from ..backends.models import Image, VirtualCluster
+from ..backends.models import VirtualCluster
 from ..errors import FieldError, PAIError, SpecError
+from .imagepicker import ImagePicker
 from .live import DEFAULT_INTERVAL, LiveBox, Ticker
 
 if TYPE_CHECKING:
@@ -24,10 +25,6 @@ VC_REFRESH_SECONDS = 5 * DEFAULT_INTERVAL
 def vc_label(vc: VirtualCluster) -> str:
     queued = f", {vc.queued_jobs} queued" if vc.queued_jobs else ""
     return f"{vc.name} — {vc.free.gpu} of {vc.capacity.gpu} GPUs free{queued}"
-
-
-def image_label(image: Image) -> str:
-    return f"{image.name} ({image.uri})" if image.name != image.uri else image.uri
 
 
 class Launcher(LiveBox):
@@ -46,7 +43,7 @@ class Launcher(LiveBox):
         self.instances = w.BoundedIntText(
             value=1, min=1, max=64, description="instances", style=style
         )
-        self.image = w.Dropdown(description="image", style=style, layout=w.Layout(width="420px"))
+        self.image = ImagePicker(client.image_choices(), style)
         self.name = w.Text(description="name", placeholder="optional", style=style)
         self.command = w.Textarea(
             description="command",
@@ -77,7 +74,6 @@ class Launcher(LiveBox):
         self.instances.observe(lambda _: self._show_total(), names="value")
         self.button.on_click(lambda _: self.submit())
         self.refresh_vcs()
-        self._load_images()
         if live:
             self.ticker = Ticker(self.refresh_vcs, interval, on_error=self._show_error).start()
 
@@ -94,12 +90,6 @@ class Launcher(LiveBox):
                 self.vc.options = options
                 self.vc.value = chosen if chosen in vcs else next(iter(vcs), None)
             self._bound_gpus()
-
-    def _load_images(self) -> None:
-        images = self.client.images()
-        self.image.options = [(image_label(i), i.uri) for i in images]
-        if images:
-            self.image.value = images[0].uri
 
     def _bound_gpus(self) -> None:
         """GPUs per instance: at most what the VC's jobs may hold at once."""

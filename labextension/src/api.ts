@@ -16,11 +16,13 @@ import {
   requestAPI,
   requestRaw
 } from './apirequest';
+import { withCatalogueFields, type IImageCatalogue } from './imagecatalogue';
 import type {
   AbnormalJob,
   AbnormalJobList,
   ConvertResult,
   Image,
+  ImageChoices,
   ImageList,
   Info,
   JobDetail,
@@ -117,6 +119,11 @@ export class PAIClient {
     return (await this.request<ImageList>('images')).items;
   }
 
+  /** `GET images` whole: the catalogue, the registries' repositories and their state. */
+  async imageChoices(): Promise<IImageCatalogue> {
+    return withCatalogueFields(await this.request<ImageChoices>('images'));
+  }
+
   /** The job protocol's JSON Schema (for validating YAML as it is typed). */
   schema(): Promise<Record<string, any>> {
     return this.request<Record<string, any>>('schema');
@@ -208,7 +215,7 @@ export class PAIClient {
    * converter of its own.
    *
    * @throws PAIRequestError a 400 whose `errors` name the fields as written
-   *   (`taskRoles.0.gpuType` for a v1 job).
+   *   (`taskRoles.0.portList.0.beginAt` for a v1 job).
    */
   convertJob(spec: string | Record<string, any>): Promise<ConvertResult> {
     return this.request<ConvertResult>('convert', postJob(spec));

@@ -27,7 +27,7 @@ export interface ImportedJob {
 
 /**
  * Why a file cannot be opened in the form. `errors` name the fields as the
- * file writes them (`taskRoles[0].gpuType`), when the converter said;
+ * file writes them (`taskRoles[0].portList[0].beginAt`), when the converter said;
  * `headline` is the sentence before them, and `message` has both.
  */
 export class JobFileError extends Error {
@@ -57,7 +57,7 @@ export interface Notice {
   title: string;
 }
 
-/** `gpuType, taskRoles[0].portList[0].beginAt`: which fields, not yet what about them. */
+/** `authFile, taskRoles[0].portList[0].beginAt`: which fields, not yet what about them. */
 function fieldNames(errors: FieldError[]): string {
   return [...new Set(errors.map(e => displayPath(e.path) || 'the job'))].join(
     ', '

@@ -94,6 +94,7 @@ export function JobFormFields(props: {
       <ImageField
         image={form.image}
         images={model.images}
+        catalogue={model.imageChoices}
         custom={state.customImage}
         errors={byField}
         onPick={state.pickImage}

@@ -8,6 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { PAIClient } from './api';
 import { PAIRequestError } from './apirequest';
+import { EMPTY_CATALOGUE, type IImageCatalogue } from './imagecatalogue';
 import { JobStream, type EventSourceFactory } from './jobstream';
 import {
   isTerminal,
@@ -167,6 +168,11 @@ export class PAIModel {
     return this._images;
   }
 
+  /** The images and the registries' repositories the launch form offers. */
+  get imageChoices(): IImageCatalogue {
+    return this._imageChoices;
+  }
+
   get storages(): Storage[] {
     return this._storages;
   }
@@ -295,11 +301,12 @@ export class PAIModel {
       this._infoError = describeError(error);
     }
     const [images, storages] = await Promise.allSettled([
-      this.client.images(),
+      this.client.imageChoices(),
       this.client.storages()
     ]);
     if (images.status === 'fulfilled') {
-      this._images = images.value;
+      this._imageChoices = images.value;
+      this._images = images.value.items;
     }
     if (storages.status === 'fulfilled') {
       this._storages = storages.value;
@@ -410,6 +417,7 @@ export class PAIModel {
   private _infoError: string | null = null;
   private _vcs: VirtualCluster[] = [];
   private _images: Image[] = [];
+  private _imageChoices: IImageCatalogue = EMPTY_CATALOGUE;
   private _storages: Storage[] = [];
   private _jobs: JobSummary[] = [];
   private _jobsTotal = 0;

@@ -130,6 +130,50 @@ export interface Image {
   gpu: boolean;
 }
 
+/** One tag of a registry's repository (the newest ones described, the rest by name). */
+export interface ImageTag {
+  name: string;
+  /** `host/repository:tag`, pullable as is. */
+  uri: string;
+  digest?: string | null;
+  created?: DateTime | null;
+  /** Bytes: compressed layers and config. */
+  size?: number | null;
+  labels?: Record<string, string>;
+  cuda?: string | null;
+  /** E.g. `pytorch 2.4.0`. */
+  framework?: string | null;
+  /** Harbor's scan: Critical, High, Medium, Low, None, Unknown. */
+  scanSeverity?: string | null;
+  vulnerabilities?: number | null;
+  /** GPU nodes already holding the image; null when unknown. */
+  nodesWithImage?: number | null;
+}
+
+export interface ImageRepository {
+  /** The registry's display name. */
+  registry: string;
+  name: string;
+  /** `host[:port]/name`. */
+  uri: string;
+  /** Newest first. */
+  tags: ImageTag[];
+}
+
+export interface RegistryStatus {
+  name: string;
+  url: string;
+  kind: string;
+  ok: boolean;
+  /** The last good listing. */
+  listedAt?: DateTime | null;
+  error?: string | null;
+  repositories: number;
+  tags: number;
+  /** A bound (repositories, tags) was hit. */
+  truncated: boolean;
+}
+
 export interface Storage {
   name: string;
   mountPath: string;
@@ -190,6 +234,16 @@ export interface JobChange {
 export type JobEventList = ItemList<JobEvent>;
 export type VirtualClusterList = ItemList<VirtualCluster>;
 export type ImageList = ItemList<Image>;
+/**
+ * `GET images`: the admin's catalogue (`items`), the registries' repositories,
+ * each registry's state, and whether any typed reference is allowed. Older
+ * servers send `items` only.
+ */
+export interface ImageChoices extends ImageList {
+  repositories?: ImageRepository[];
+  registries?: RegistryStatus[];
+  customImages?: boolean;
+}
 export type StorageList = ItemList<Storage>;
 
 /** A node of the hardware view (this machine on the local backend). */

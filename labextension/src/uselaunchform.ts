@@ -12,6 +12,7 @@ import { jobFormat } from './detectjobformat';
 import { emitNotice } from './fielderrorlist';
 import { settingsForm, withCatalogueDefaults } from './formdefaults';
 import { assignErrors, checkForm, formFieldPaths } from './formchecks';
+import { isListedImage } from './imagecatalogue';
 import {
   importJob,
   importJobFile,
@@ -20,7 +21,6 @@ import {
   type ImportedJob
 } from './jobfile';
 import {
-  catalogueEntry,
   formToSpec,
   newRole,
   specToForm,
@@ -116,7 +116,7 @@ export function useLaunchForm(
   // Fill in the virtual cluster and image once the server has listed them.
   React.useEffect(() => {
     setForm(f => {
-      if (f.image && !catalogueEntry(images, f.image)) {
+      if (f.image && !isListedImage(model.imageChoices, f.image)) {
         setCustomImage(images.length > 0 || !!f.image);
       }
       return withCatalogueDefaults(f, model);
@@ -130,7 +130,9 @@ export function useLaunchForm(
       setErrors([]);
       setMessage(null);
       attempted.current = false;
-      setCustomImage(!!next.image && !catalogueEntry(model.images, next.image));
+      setCustomImage(
+        !!next.image && !isListedImage(model.imageChoices, next.image)
+      );
       if (asMode === 'yaml') {
         setYaml(specToYaml(formToSpec(next)));
       }

@@ -61,7 +61,7 @@ function describe(error: ErrorObject): { path: string; message: string } {
         message: `must be one of ${(params.allowedValues ?? []).map((v: any) => JSON.stringify(v)).join(', ')}`
       };
     case 'const':
-      // The schema says why for v1 fields that cannot be converted (gpuType…).
+      // The schema says why for v1 fields that cannot be converted (authFile…).
       return {
         path,
         message:

@@ -41,7 +41,7 @@ def backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pai_state_dir: Path
     write_kernelspec(tmp_path, "pai-1", gpus=1)
     write_kernelspec(tmp_path, "pai-3", gpus=3)
     write_kernelspec(tmp_path, "pai-novc", virtual_cluster="research", gpus=1)
-    write_kernelspec(tmp_path, "pai-badimage", gpus=1, image="no-such-image")
+    write_kernelspec(tmp_path, "pai-badimage", gpus=1, image="No Such Image")
     write_kernelspec(tmp_path, "pai-limit", gpus=1, queue_limit_seconds=1)
     write_kernelspec(tmp_path, "pai-idle", gpus=1, idle_seconds=3)
     return LocalBackend(housekeeping=0, stop_grace_seconds=2)
@@ -201,7 +201,7 @@ async def test_queue_limit_ends_the_wait_and_says_so(backend: LocalBackend) -> N
     [
         ("pai-3", "the job needs 3 GPUs at once but VC default has only 2"),
         ("pai-novc", "no virtual cluster 'research' here"),
-        ("pai-badimage", "unknown image 'no-such-image'"),
+        ("pai-badimage", "invalid image reference 'No Such Image'"),
     ],
 )
 async def test_impossible_request_fails_at_once(

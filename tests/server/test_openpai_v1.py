@@ -101,7 +101,7 @@ async def test_convert_shows_the_v2_job_without_submitting(pai: PAIClient) -> No
 
 async def test_what_cannot_be_converted_is_a_400_at_the_v1_field(pai: PAIClient) -> None:
     doc = v1_job("bad")
-    doc["gpuType"] = "V100"
+    doc["authFile"] = "hdfs://namenode/user/auth.txt"
     roles = doc["taskRoles"]
     assert isinstance(roles, list)
     roles[1]["portList"] = [{"label": "grpc", "beginAt": 20000}]
@@ -111,6 +111,6 @@ async def test_what_cannot_be_converted_is_a_400_at_the_v1_field(pai: PAIClient)
         )
         assert r.code == 400, r
         paths = [e["path"] for e in r.json()["errors"]]
-        assert paths == ["gpuType", "taskRoles.1.portList.0.beginAt"], r.json()
+        assert paths == ["authFile", "taskRoles.1.portList.0.beginAt"], r.json()
     assert await pai.jobs() == []
     assert pai.state_job_dirs() == []

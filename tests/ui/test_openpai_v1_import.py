@@ -94,28 +94,28 @@ def test_v1_file_opens_converted_in_the_launch_form(page: Any, jobs: Lab) -> Non
 
 def test_v1_fields_that_cannot_be_converted_are_named(page: Any, lab: Lab) -> None:
     bad = v1_job(f"v1-bad-{int(time.time())}")
-    bad["gpuType"] = "V100"
+    bad["authFile"] = "hdfs://namenode/user/auth.txt"
     bad["taskRoles"][1]["portList"][0]["beginAt"] = 5000
     text = json.dumps(bad, indent=2)
 
     # From the file browser: a notification that names each field, not "failed", and
     # what is wrong with each behind "Details" (JupyterLab cuts notifications short).
-    open_in_form(page, lab.root_dir, "old-gpu-job.json", text)
+    open_in_form(page, lab.root_dir, "old-auth-job.json", text)
     error = page.locator(".Toastify__toast--error")
     expect(error).to_contain_text("cannot be converted", timeout=30_000)
     expect(error).to_contain_text(
-        "old-gpu-job.json cannot be converted from OpenPAI v1: "
-        "gpuType, taskRoles[1].portList[0].beginAt"
+        "old-auth-job.json cannot be converted from OpenPAI v1: "
+        "authFile, taskRoles[1].portList[0].beginAt"
     )
     settled(error)
     shot(page, "openpai-v1-2-bad-file-notification")
     error.get_by_role("button", name="Details").click()
     dialog = page.locator(".jp-Dialog")
-    expect(dialog).to_contain_text("old-gpu-job.json cannot be converted from OpenPAI v1")
+    expect(dialog).to_contain_text("old-auth-job.json cannot be converted from OpenPAI v1")
     items = dialog.locator(".jp-PAI-dialog-errors li")
     expect(items).to_have_count(2)
     expect(items.nth(0)).to_contain_text(
-        "gpuType: cannot be converted: a GPU type has no protocol v2 field"
+        "authFile: cannot be converted: an HDFS file of registry credentials cannot be read"
     )
     expect(items.nth(1)).to_contain_text(
         "taskRoles[1].portList[0].beginAt: a fixed first port cannot be converted"
@@ -129,18 +129,20 @@ def test_v1_fields_that_cannot_be_converted_are_named(page: Any, lab: Lab) -> No
     form = page.locator(".jp-PAI-launch")
     form.locator("input[type=file]").set_input_files(
         files=[
-            {"name": "old-gpu-job.json", "mimeType": "application/json", "buffer": text.encode()}
+            {"name": "old-auth-job.json", "mimeType": "application/json", "buffer": text.encode()}
         ]
     )
     expect(form.locator(".jp-PAI-error")).to_contain_text(
-        "old-gpu-job.json cannot be converted from OpenPAI v1"
+        "old-auth-job.json cannot be converted from OpenPAI v1"
     )
     errors = form.locator(".jp-PAI-yaml-errors li")
     lines = text.split("\n")
-    gpu_line = next(i for i, line in enumerate(lines, 1) if '"gpuType"' in line)
+    auth_line = next(i for i, line in enumerate(lines, 1) if '"authFile"' in line)
     begin_line = next(i for i, line in enumerate(lines, 1) if '"beginAt": 5000' in line)
-    expect(errors.filter(has_text="gpuType")).to_contain_text(f"line {gpu_line}")
-    expect(errors.filter(has_text="gpuType")).to_contain_text("a GPU type has no protocol v2 field")
+    expect(errors.filter(has_text="authFile")).to_contain_text(f"line {auth_line}")
+    expect(errors.filter(has_text="authFile")).to_contain_text(
+        "an HDFS file of registry credentials cannot be read"
+    )
     expect(errors.filter(has_text="beginAt")).to_contain_text(f"line {begin_line}")
     expect(errors.filter(has_text="beginAt").locator("code")).to_have_text(
         "taskRoles[1].portList[0].beginAt"
@@ -150,7 +152,9 @@ def test_v1_fields_that_cannot_be_converted_are_named(page: Any, lab: Lab) -> No
     )
     # The server's words stay (the schema's own check would phrase them differently).
     page.wait_for_timeout(500)
-    expect(errors.filter(has_text="gpuType")).to_contain_text("a GPU type has no protocol v2 field")
+    expect(errors.filter(has_text="authFile")).to_contain_text(
+        "an HDFS file of registry credentials cannot be read"
+    )
     shot(page, "openpai-v1-4-bad-file-import")
 
 
@@ -179,9 +183,11 @@ def test_v1_json_submits_from_the_yaml_editor(page: Any, jobs: Lab) -> None:
         "Valid OpenPAI v1 job: converted to protocol v2 when submitted."
     )
     # A v1 field the schema refuses is named as typed, before anything is sent.
-    form.locator("#jp-PAI-yaml-text").fill(json.dumps({**job, "gpuType": "K80"}, indent=2))
+    form.locator("#jp-PAI-yaml-text").fill(
+        json.dumps({**job, "authFile": "hdfs://namenode/user/auth.txt"}, indent=2)
+    )
     expect(form.locator(".jp-PAI-yaml-errors")).to_contain_text(
-        "gpuType: a GPU type cannot be converted"
+        "authFile: HDFS credentials cannot be converted"
     )
     shot(page, "openpai-v1-5-yaml-editor-error")
     form.locator("#jp-PAI-yaml-text").fill(json.dumps(job, indent=2))

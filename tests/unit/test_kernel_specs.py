@@ -51,7 +51,7 @@ def test_install_display_name_and_one_gpu(tmp_path: Path, monkeypatch: pytest.Mo
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--image", "no-such"], "unknown image 'no-such'"),
+        (["--image", "No Such Image"], "--image"),
         (["--gpus", "-1"], "gpus: must be 0 or more"),
     ],
 )
@@ -104,8 +104,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "kernelspecs"
 @pytest.mark.parametrize("folder", sorted(p for p in EXAMPLES.iterdir() if p.is_dir()), ids=str)
 def test_example_kernelspecs_are_what_the_cli_writes(folder: Path) -> None:
     from jupyter_pai.config import PAIConfig
-    from jupyter_pai.kernels.jobspec import resolve_image
     from jupyter_pai.kernels.kernelspec import kernelspec
+    from jupyter_pai.submission.images import ImagePolicy
 
     spec = json.loads((folder / "kernel.json").read_text())
     config = spec["metadata"]["kernel_provisioner"]["config"]
@@ -118,7 +118,9 @@ def test_example_kernelspecs_are_what_the_cli_writes(folder: Path) -> None:
         storages=tuple(config.get("storages", ())),
     )
     assert spec == kernelspec(request)
-    resolve_image(request.image, PAIConfig().images)  # a name of the default catalogue
+    catalogue = {i["name"] for i in PAIConfig().images}
+    assert not request.image or request.image in catalogue  # a name of the default catalogue
+    ImagePolicy.from_config(PAIConfig()).resolve(request.image)
     assert f"{config['virtual_cluster']}, {config['gpus']} GPU" in spec["display_name"]
 
 

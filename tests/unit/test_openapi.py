@@ -77,7 +77,6 @@ def test_every_answer_is_a_named_model_and_every_list_one_envelope() -> None:
         "/jobs",
         "/jobs/{job_id}/events",
         "/virtual-clusters",
-        "/images",
         "/storage",
         "/abnormal-jobs",
         "/nodes",

@@ -354,7 +354,56 @@ def test_short_form_aliases_and_role() -> None:
     [
         ({"name": "n", "image": "i"}, ["command: is required"]),
         ({"name": "n", "command": "x", "gpus": -1}, ["gpus: must be ≥ 0 (got -1)"]),
-        ({"name": "n", "command": "x", "gpu": "two"}, ["gpu: must be a whole number (got 'two')"]),
+        (
+            {"name": "n", "command": "x", "gpu": "two"},
+            ["gpu: must be a whole number or TYPE:COUNT such as H100-80GB:2 (got 'two')"],
+        ),
+        (
+            {"name": "n", "command": "x", "gpus": ":2"},
+            ["gpus: ':2' has no GPU type before ':' (write TYPE:COUNT, H100-80GB:2)"],
+        ),
+        (
+            {"name": "n", "command": "x", "gpus": "H100:"},
+            ["gpus: 'H100:' has no GPU count after ':' (write TYPE:COUNT, H100-80GB:2)"],
+        ),
+        (
+            {"name": "n", "command": "x", "gpus": "H100:-1"},
+            ["gpus: 'H100:-1': the GPU count must be a whole number ≥ 1 (got '-1')"],
+        ),
+        (
+            {"name": "n", "command": "x", "gpu": "a b:1"},
+            [
+                "gpu: 'a b' is not a GPU type name: letters, digits, '.', '_' and '-', "
+                "a letter or digit first and last, at most 63 characters"
+            ],
+        ),
+        (
+            {"name": "n", "command": "x", "gpuType": "H100 80GB"},
+            [
+                "gpuType: 'H100 80GB' is not a GPU type name: letters, digits, '.', '_' and "
+                "'-', a letter or digit first and last, at most 63 characters"
+            ],
+        ),
+        (
+            {"name": "n", "command": "x", "gpuType": "A100-40GB", "gpus": "H100-80GB:2"},
+            ["gpuType: is 'A100-40GB' but gpus names 'H100-80GB': give the type once"],
+        ),
+        (
+            {"name": "n", "command": "x", "gpuType": "A100-40GB", "gpus": 0},
+            ["gpuType: 'A100-40GB' is of no use with gpus: 0; give at least 1 GPU"],
+        ),
+        (
+            {
+                "name": "n",
+                "command": "x",
+                "gpus": "A100-40GB:1",
+                "extras": {"hivedScheduler": {"taskRoles": {"worker": {"skuType": "K80"}}}},
+            },
+            [
+                "gpus: names GPU type 'A100-40GB' but "
+                "extras.hivedScheduler.taskRoles.worker.skuType is 'K80': give the type once"
+            ],
+        ),
         ({"name": "n", "commands": []}, ["commands: must not be empty"]),
         ({"name": "n", "command": "x", "instances": 0}, ["instances: must be ≥ 1 (got 0)"]),
         ({"name": "n", "command": "x", "vc": ""}, ["vc: must not be empty"]),
@@ -385,6 +434,53 @@ def test_short_form_errors_name_the_short_key(
         assert found[0].startswith("ports.a-b: 'a-b' is not a valid name")
     else:
         assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "gpus"),
+    [
+        ({"gpuType": "H100-80GB", "gpus": 2}, 2),
+        ({"gpus": "A100-40GB:2"}, 2),
+        ({"gpu": "A100-40GB:2", "gpuType": "A100-40GB"}, 2),
+        ({"gpuType": "H100-80GB"}, 1),
+    ],
+)
+def test_short_form_gpu_type_is_opais_sku_type(given: dict[str, object], gpus: int) -> None:
+    """``gpuType`` (or ``gpus: TYPE:N``) becomes OpenPAI's skuType of the role, read back
+    by JobProtocol.gpu_type; other hivedScheduler settings are kept."""
+    doc = {
+        "name": "n",
+        "command": "x",
+        "role": "trainer",
+        "extras": {"hivedScheduler": {"jobPriorityClass": "prod"}},
+        **given,
+    }
+    parsed = parse_job(doc)
+    assert parsed.warnings == []
+    job = parsed.job
+    named = given.get("gpuType") or str(given.get("gpus", given.get("gpu"))).split(":")[0]
+    assert job.gpu_type("trainer") == named
+    assert job.task_roles["trainer"].resource_per_instance.gpu == gpus
+    assert parsed.document["extras"]["hivedScheduler"] == {
+        "jobPriorityClass": "prod",
+        "taskRoles": {"trainer": {"skuType": named}},
+    }
+    assert job.priority == 100
+
+
+def test_short_form_without_a_gpu_type_adds_no_hived_section() -> None:
+    parsed = parse_job({"name": "n", "command": "x", "gpus": "2"})
+    assert parsed.job.gpu_type("worker") is None
+    assert parsed.job.extras.hived_scheduler is None
+    assert parsed.job.total_gpus == 2
+
+
+def test_protocol_gpu_type_reads_sku_type() -> None:
+    job = parse_job(
+        MINIMAL + "extras: {hivedScheduler: {taskRoles: {worker: {skuType: DGX2-V100}}}}\n"
+    ).job
+    assert job.gpu_type("worker") == "DGX2-V100"
+    assert parse_job(MINIMAL).job.gpu_type("worker") is None
 
 
 def test_short_form_keeps_protocol_sections_and_warns_unknown_keys() -> None:

@@ -93,7 +93,22 @@ def _role(**change: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        (_with(gpuType="V100"), "gpuType: cannot be converted"),
+        (_with(gpuType="V 100"), "gpuType: 'V 100' is not a GPU type name"),
+        (_with(gpuType=["V100"]), "gpuType: must be text"),
+        (
+            _with(
+                gpuType="V100",
+                extras={"hivedScheduler": {"taskRoles": {"w": {"skuType": "K80"}}}},
+            ),
+            "gpuType: is 'V100' but extras.hivedScheduler.taskRoles.w.skuType is 'K80'",
+        ),
+        (
+            _with(
+                gpuType="V100",
+                extras={"hivedScheduler": {"taskRoles": {"w": {"skuNum": -1}}}},
+            ),
+            "extras.hivedScheduler.taskRoles.w.skuNum: must be ≥ 0",
+        ),
         (_with(authFile="hdfs://x/auth"), "authFile: cannot be converted"),
         (_with(retryCount=-1), "retryCount: -1 (retry without limit) cannot be converted"),
         (_with(color="red"), "color: is not a field of OpenPAI v1 jobs"),
@@ -127,6 +142,22 @@ def _role(**change: Any) -> dict[str, Any]:
 def test_what_cannot_be_converted_names_the_v1_field(doc: dict[str, Any], expected: str) -> None:
     errors = _errors(doc)
     assert any(e.startswith(expected) for e in errors), errors
+
+
+def test_gpu_type_is_every_roles_sku_type() -> None:
+    """v1's job-wide gpuType is OpenPAI v2's per-role skuType, which flavors read through
+    JobProtocol.gpu_type; what else the job's extras give the role is kept."""
+    job = parse_job((HERE / "unit" / "specs_v1" / "gpu-type.json").read_text()).job
+    assert [job.gpu_type(r) for r in job.role_names] == ["V100", "V100"]
+    hived = job.extras.hived_scheduler
+    assert hived is not None and hived.job_priority_class == "prod"
+    assert hived.task_roles["worker"].affinity_group_name == "bert"
+    assert parse_job(json.dumps(_with(gpuType=""))).job.gpu_type("w") is None
+    # The same type given twice is no conflict.
+    same = _with(
+        gpuType="V100", extras={"hivedScheduler": {"taskRoles": {"w": {"skuType": "V100"}}}}
+    )
+    assert parse_job(json.dumps(same)).job.gpu_type("w") == "V100"
 
 
 def test_name_and_vc_overrides_apply_to_a_v1_job() -> None:

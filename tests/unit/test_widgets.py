@@ -41,7 +41,8 @@ def test_launcher_shows_free_gpus_bounds_the_count_and_submits(client: Client) -
     assert form.vc.options == (("default — 4 of 4 GPUs free", "default"),)
     assert form.gpus.max == 4
     catalogue = [i.uri for i in client.images()]
-    assert [value for _, value in form.image.options] == catalogue
+    assert [value for _, value in form.image.image.options] == catalogue
+    assert form.image.value == catalogue[0]
 
     form.gpus.value = 3
     form.instances.value = 2  # 6 GPUs: more than the VC can ever hold

@@ -37,7 +37,7 @@ from ..models import (
 from ..selfcheck import SelfCheck
 from ..taskports import PortAddress
 from ..utilisation import GpuReading, job_utilisation
-from . import connect, identity, selfcheck, vc_usage
+from . import connect, identity, registries, selfcheck, vc_usage
 from .flavors import FLAVORS, Flavor, FlavorSettings, HivedSettings, NativeSettings
 from .gpumetrics import PrometheusGpus
 from .interrupted import finish_interrupted
@@ -95,6 +95,13 @@ class KubernetesBackend(Backend):
     ).tag(config=True)
     node_selector = Dict(
         help="""Node selector of every job pod, e.g. ``{"gpu-pool": "a100"}``."""
+    ).tag(config=True)
+    image_pull_secrets = Dict(
+        Unicode(),
+        help="""Registry host → the Secret (type ``kubernetes.io/dockerconfigjson``, in the
+        job's namespace) pods pull that registry's images with, e.g.
+        ``{"harbor.example.com": "team-registry"}``. ``PAIConfig.image_registries`` entries
+        with a ``pullSecret`` add theirs.""",
     ).tag(config=True)
     gpu_resource = Unicode("nvidia.com/gpu", help="The extended resource GPUs are.").tag(
         config=True
@@ -191,6 +198,7 @@ class KubernetesBackend(Backend):
             namespace=self.namespace,
             default_image=self.default_image,
             node_selector=dict(self.node_selector),
+            image_pull_secrets=dict(self.image_pull_secrets),
             gpu_resource=self.gpu_resource,
             master_port=self.master_port,
         )
@@ -453,6 +461,16 @@ class KubernetesBackend(Backend):
         else:
             attach(out, objects, await self.node_metrics.snapshot())
         return out
+
+    @property
+    def places_gpu_types(self) -> bool:
+        return self.flavor == "hived"  # HiveD's skuType; the others do not yet
+
+    async def registry_credentials(self, secret: str, host: str) -> tuple[str, str] | None:
+        return await registries.secret_credentials(self._rest(), self.namespace, secret, host)
+
+    async def images_on_gpu_nodes(self) -> dict[str, int] | None:
+        return await registries.images_on_gpu_nodes(self._rest(), self.gpu_resource)
 
     def _pod_gpus(self, pod: Obj) -> int:
         held = self.scheduler_flavor.pod_gpus(pod)

@@ -51,6 +51,17 @@ class PodOptions:
     claims: dict[str, str] = field(default_factory=dict)
     service_account: str | None = None
     grace_seconds: int = 30
+    #: registry host → the Secret its images are pulled with
+    image_pull_secrets: dict[str, str] = field(default_factory=dict)
+
+
+def registry_host(image: str) -> str:
+    """The registry an image reference pulls from, as Docker reads it: the first part when
+    it looks like a host (a dot, a port or ``localhost``), else Docker Hub."""
+    first, sep, _ = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "docker.io"
 
 
 def default_peer_host(names: JobNames, role: str, index: int) -> str:
@@ -321,6 +332,9 @@ def pod_template(
         pod_spec["tolerations"] = [dict(t) for t in options.tolerations]
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
+    pull_secret = options.image_pull_secrets.get(registry_host(container["image"]))
+    if pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": pull_secret}]
     return {
         "metadata": {
             "labels": labels,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tornado import web
 
-from ...backends.models import Image, ImageList
 from ...spec.schema import job_schema
+from ...submission.images import image_choices
 from .base import PAIHandler, authorized
 
 
@@ -21,7 +21,8 @@ class ImagesHandler(PAIHandler):
     @web.authenticated
     @authorized("read")
     async def get(self) -> None:
-        self.send_json(ImageList(items=[Image.model_validate(i) for i in self.pai.config.images]))
+        policy = await self.pai.image_policy()
+        self.send_json(await image_choices(policy, await self.backend()))
 
 
 class SchemaHandler(PAIHandler):

@@ -65,7 +65,12 @@ class JobsHandler(PAIHandler):
     @authorized("write")
     async def post(self) -> None:
         parsed = await self.parsed_job(virtual_cluster=self.get_argument("vc", None))
-        result = await submit_job(await self.backend(), parsed, working_dir=self.pai.working_dir)
+        result = await submit_job(
+            await self.backend(),
+            parsed,
+            working_dir=self.pai.working_dir,
+            images=await self.pai.image_policy(),
+        )
         self.set_header("Location", self.request.path.rstrip("/") + "/" + result.job.id)
         self.send_json(result, status=201)
 

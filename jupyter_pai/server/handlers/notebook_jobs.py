@@ -43,6 +43,7 @@ class NotebookJobsHandler(PAIHandler):
             NotebookRun.requested(request, source),
             root=root,
             parse=partial(in_worker, parse_job),  # the job's document, off the event loop
+            images=await self.pai.image_policy(),
         )
         self.set_header("Location", self.reverse_url_job(result.job.id))
         self.send_json(result, status=201)

@@ -264,12 +264,12 @@ describe('PAIClient', () => {
 
   it('reports a job the converter refuses with its v1 fields', async () => {
     const body = {
-      message: 'invalid job specification: gpuType: cannot be converted',
-      errors: [{ path: 'gpuType', message: 'cannot be converted' }]
+      message: 'invalid job specification: authFile: cannot be converted',
+      errors: [{ path: 'authFile', message: 'cannot be converted' }]
     };
     const server = new FakeServer().json('POST', 'pai/api/convert', body, 400);
     const error = await new PAIClient(server.settings)
-      .convertJob('{"jobName": "g", "gpuType": "V100"}')
+      .convertJob('{"jobName": "g", "authFile": "hdfs://c"}')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PAIRequestError);
     expect((error as PAIRequestError).status).toBe(400);

@@ -165,11 +165,12 @@ describe('OpenPAI v1 job files', () => {
   it('that cannot be converted fail with the v1 fields named', async () => {
     const body = {
       message:
-        'invalid job specification: gpuType: cannot be converted: a GPU type has no protocol v2 field (and 1 more)',
+        'invalid job specification: authFile: cannot be converted: an HDFS file of registry credentials cannot be read here (and 1 more)',
       errors: [
         {
-          path: 'gpuType',
-          message: 'cannot be converted: a GPU type has no protocol v2 field'
+          path: 'authFile',
+          message:
+            'cannot be converted: an HDFS file of registry credentials cannot be read here'
         },
         {
           path: 'taskRoles.0.portList.0.beginAt',
@@ -181,21 +182,21 @@ describe('OpenPAI v1 job files', () => {
     const client = new PAIClient(server.settings);
     const error = await importJobFile(
       'gpu.json',
-      '{"jobName": "g", "gpuType": "V100", "taskRoles": []}',
+      '{"jobName": "g", "authFile": "hdfs://c", "taskRoles": []}',
       t => client.convertJob(t)
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JobFileError);
     expect((error as JobFileError).errors).toEqual(body.errors);
     expect((error as JobFileError).message).toBe(
       'gpu.json cannot be converted from OpenPAI v1: ' +
-        'gpuType: cannot be converted: a GPU type has no protocol v2 field; ' +
+        'authFile: cannot be converted: an HDFS file of registry credentials cannot be read here; ' +
         'taskRoles[0].portList[0].beginAt: a fixed first port cannot be converted'
     );
     // The notification names the fields; "Details" has what is wrong with each.
     expect(importErrorNotice(error as JobFileError)).toEqual({
       type: 'error',
       message:
-        'gpu.json cannot be converted from OpenPAI v1: gpuType, taskRoles[0].portList[0].beginAt',
+        'gpu.json cannot be converted from OpenPAI v1: authFile, taskRoles[0].portList[0].beginAt',
       autoClose: false,
       details: body.errors,
       title: 'gpu.json cannot be converted from OpenPAI v1'

@@ -5,7 +5,10 @@ import type {
   FieldWarning,
   GpuUsage,
   Image,
+  ImageChoices,
   ImageList,
+  ImageRepository,
+  ImageTag,
   Info,
   JobChange,
   JobDetail,
@@ -18,6 +21,7 @@ import type {
   NodeResources,
   NotebookJobRequest,
   NotebookJobResult,
+  RegistryStatus,
   Resources,
   Storage,
   StorageEntry,
@@ -183,6 +187,42 @@ export const MODEL_FIELDS = {
   JobEventList: { items: true } satisfies Fields<JobEventList>,
   VirtualClusterList: { items: true } satisfies Fields<VirtualClusterList>,
   ImageList: { items: true } satisfies Fields<ImageList>,
+  ImageTag: {
+    name: true,
+    uri: true,
+    digest: true,
+    created: true,
+    size: true,
+    labels: true,
+    cuda: true,
+    framework: true,
+    scanSeverity: true,
+    vulnerabilities: true,
+    nodesWithImage: true
+  } satisfies Fields<ImageTag>,
+  ImageRepository: {
+    registry: true,
+    name: true,
+    uri: true,
+    tags: true
+  } satisfies Fields<ImageRepository>,
+  RegistryStatus: {
+    name: true,
+    url: true,
+    kind: true,
+    ok: true,
+    listedAt: true,
+    error: true,
+    repositories: true,
+    tags: true,
+    truncated: true
+  } satisfies Fields<RegistryStatus>,
+  ImageChoices: {
+    items: true,
+    repositories: true,
+    registries: true,
+    customImages: true
+  } satisfies Fields<ImageChoices>,
   StorageList: { items: true } satisfies Fields<StorageList>,
   AbnormalJob: {
     job: true,

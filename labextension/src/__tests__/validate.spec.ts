@@ -147,7 +147,7 @@ describe('OpenPAI v1 JSON jobs pasted into the YAML editor', () => {
 
   it('name the v1 field that cannot be converted, with its line', () => {
     const job = JSON.parse(V1);
-    job.gpuType = 'V100';
+    job.authFile = 'hdfs://creds';
     job.taskRoles[1].portList[0].beginAt = 5000;
     job.taskRoles[0].unknown = 1;
     delete job.image;
@@ -159,9 +159,9 @@ describe('OpenPAI v1 JSON jobs pasted into the YAML editor', () => {
       expect.arrayContaining([
         { path: 'image', message: 'is required', line: 1 },
         {
-          path: 'gpuType',
-          message: 'a GPU type cannot be converted',
-          line: line('"gpuType"')
+          path: 'authFile',
+          message: 'HDFS credentials cannot be converted',
+          line: line('"authFile"')
         },
         {
           path: 'taskRoles.1.portList.0.beginAt',

@@ -177,10 +177,10 @@ class VolcanoFlavor(Flavor):
         }
         if plan.min_success is not None:
             vcjob["spec"]["minSuccess"] = plan.min_success
-        if job.extras.hived_scheduler is not None:
-            vcjob["spec"]["priorityClassName"] = (
-                f"pai-{job.extras.hived_scheduler.job_priority_class}"
-            )
+        hived = job.extras.hived_scheduler
+        # Only a class the job names: a GPU type alone (``skuType``) asks for no priority.
+        if hived is not None and "job_priority_class" in hived.model_fields_set:
+            vcjob["spec"]["priorityClassName"] = f"pai-{hived.job_priority_class}"
         objects = [*companions(job, names, labels), vcjob]
         return Built(objects=objects, primary=len(objects) - 1)
 
