@@ -35,7 +35,7 @@ from .notebook.connection import BackendConnection
 from .notebook.tables import print_detail, print_images, print_jobs, print_vcs
 from .spec.parse import parse_job
 from .submission.images import ImagePolicy
-from .submission.jobs import JobRequest, parse_params, submit_job
+from .submission.jobs import JobRequest, parse_gpus, parse_params, submit_job
 
 EXIT_JOB_FAILED = 1
 EXIT_INVALID = 2
@@ -76,7 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="job name (overrides name)")
     p.add_argument("--wait", action="store_true", help="wait until the job ends")
     nb = p.add_argument_group("notebooks (.ipynb)")
-    nb.add_argument("--gpus", type=int, default=0, help="GPUs for the notebook's kernel")
+    nb.add_argument(
+        "--gpus",
+        default="0",
+        metavar="[TYPE:]N",
+        help="GPUs for the notebook's kernel (H100-80GB:2 for a type; see jupyter pai vcs)",
+    )
     nb.add_argument("--image", help="image to run the notebook in")
     nb.add_argument(
         "--output", help="where the executed notebook goes (default: <job name>.ipynb beside it)"
@@ -134,7 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = kernelspec_sub.add_parser("install", help=text, description=text)
     p.add_argument("name", help="the kernelspec's name (letters, digits, - . _)")
     p.add_argument("--vc", required=True, help="the virtual cluster the kernel queues in")
-    p.add_argument("--gpus", type=int, default=0, help="GPUs the kernel holds (default 0)")
+    p.add_argument(
+        "--gpus",
+        default="0",
+        metavar="[TYPE:]N",
+        help="GPUs the kernel holds (default 0); TYPE:N for a GPU type (H100-80GB:2)",
+    )
     p.add_argument(
         "--image",
         default="",
@@ -221,7 +231,7 @@ async def submit(backend: Backend, args: argparse.Namespace, images: ImagePolicy
     if args.file.endswith(".ipynb"):
         return await submit_notebook(backend, args, images)
     given = [f"--{k}" for k in ("image", "output", "storage") if getattr(args, k)]
-    if args.gpus:
+    if args.gpus != "0":
         given.append("--gpus")
     if given:
         raise SpecError([FieldError(given[0], "only for a notebook (.ipynb); set it in the job")])
@@ -236,10 +246,12 @@ async def submit_notebook(backend: Backend, args: argparse.Namespace, images: Im
     from .submission import notebooks
     from .submission.nbjob import NotebookRun
 
+    gpu_type, gpus = parse_gpus(args.gpus)
     run = NotebookRun(
         args.file,
         params=parse_params(args.param),
-        gpus=args.gpus,
+        gpus=gpus,
+        gpu_type=gpu_type,
         vc=args.vc,
         image=args.image,
         name=args.name,
@@ -345,9 +357,11 @@ def install_kernelspec(args: argparse.Namespace) -> int:
     from .kernels.kernelspec import install
 
     ImagePolicy.from_config(PAIConfig(config=load_config())).resolve(args.image, "--image")
+    gpu_type, gpus = parse_gpus(args.gpus)
     request = KernelRequest(
         virtual_cluster=args.vc,
-        gpus=args.gpus,
+        gpus=gpus,
+        gpu_type=gpu_type or "",
         image=args.image,
         cpu=args.cpu,
         memory_mb=args.memory_mb,

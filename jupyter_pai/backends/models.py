@@ -102,6 +102,18 @@ class JobEvent(ApiModel):
     source: str = "job"  # "job" or "<role>-<index>"
 
 
+class GpuTypeUsage(ApiModel):
+    """One GPU type (``H100-80GB``, ``A100-40GB-MIG-1g.5gb``, ``T4-SHARED``) as a VC sees
+    it: GPUs of the type its jobs may use, held now, and free now."""
+
+    name: str
+    #: the full product name (GPU Feature Discovery's ``nvidia.com/gpu.product``)
+    product: str | None = None
+    capacity: int = 0
+    used: int = 0
+    free: int = 0
+
+
 class VirtualCluster(ApiModel):
     """``capacity``: the most its jobs may hold at once (its guarantee, plus what it may
     borrow); ``free``: what a job could start with now without preempting anyone."""
@@ -121,6 +133,8 @@ class VirtualCluster(ApiModel):
     may_borrow: bool = False
     may_lend: bool = False
     description: str | None = None
+    #: by GPU type, where the backend knows types (empty: untyped GPUs)
+    gpu_types: list[GpuTypeUsage] = Field(default_factory=list)
 
 
 class Image(ApiModel):
@@ -302,6 +316,8 @@ class NotebookJobRequest(ApiModel):
     #: Injected as papermill does: after the cell tagged ``parameters``.
     params: dict[str, str] = Field(default_factory=dict)
     gpus: int = Field(default=0, ge=0)
+    #: the GPU type (``H100-80GB``); none: any
+    gpu_type: str | None = None
     vc: str | None = None
     image: str | None = None
     #: ``NAME[/folder]``: write the executed notebook into this storage instead.

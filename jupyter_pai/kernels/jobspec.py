@@ -22,11 +22,20 @@ class KernelRequest:
 
     virtual_cluster: str
     gpus: int = 0
+    #: the GPU type (``H100-80GB``); empty: any
+    gpu_type: str = ""
     image: str = ""
     cpu: float | None = None
     memory_mb: int | None = None
     storages: Sequence[str] = field(default_factory=tuple)
     idle_seconds: float = 600.0
+
+
+def gpu_words(request: KernelRequest) -> str:
+    """``2 GPUs``, ``1 H100-80GB``."""
+    if request.gpu_type:
+        return f"{request.gpus} {request.gpu_type}"
+    return f"{request.gpus} GPU" + ("" if request.gpus == 1 else "s")
 
 
 def kernel_job(
@@ -65,7 +74,7 @@ def kernel_job(
         "protocolVersion": 2,
         "name": name,
         "type": "job",
-        "description": f"remote kernel: {request.gpus} GPU(s) in VC {request.virtual_cluster}",
+        "description": f"remote kernel: {gpu_words(request)} in VC {request.virtual_cluster}",
         "secrets": secrets,
         "defaults": {"virtualCluster": request.virtual_cluster},
         "extras": {
@@ -74,6 +83,9 @@ def kernel_job(
         },
         "taskRoles": {ROLE: role},
     }
+    if request.gpu_type:  # OpenPAI's field for a role's GPU type, read by every flavor
+        hived = {"taskRoles": {ROLE: {"skuType": request.gpu_type}}}
+        doc["extras"]["hivedScheduler"] = hived
     if image_uri:
         doc["prerequisites"] = [{"type": "dockerimage", "name": "image", "uri": image_uri}]
         role["dockerImage"] = "image"

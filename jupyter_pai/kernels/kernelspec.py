@@ -10,18 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FieldError, SpecError
-from .jobspec import KernelRequest
+from .jobspec import KernelRequest, gpu_words
 
 PROVISIONER = "pai-provisioner"
 
 
 def display_name(request: KernelRequest, language: str = "Python 3") -> str:
-    gpus = f"{request.gpus} GPU" + ("" if request.gpus == 1 else "s")
-    return f"{language} — {request.virtual_cluster}, {gpus}"
+    return f"{language} — {request.virtual_cluster}, {gpu_words(request)}"
 
 
 def kernelspec(request: KernelRequest, name: str | None = None) -> dict[str, Any]:
     config: dict[str, Any] = {"virtual_cluster": request.virtual_cluster, "gpus": request.gpus}
+    if request.gpu_type:
+        config["gpu_type"] = request.gpu_type
     if request.image:
         config["image"] = request.image
     if request.cpu is not None:

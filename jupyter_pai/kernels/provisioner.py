@@ -45,6 +45,9 @@ class KernelStartError(RuntimeError):
 class PAIProvisioner(KernelProvisionerBase):
     virtual_cluster = Unicode("default", config=True, help="The VC the kernel queues in.")
     gpus = Integer(0, config=True, help="GPUs the kernel holds while it lives.")
+    gpu_type = Unicode(
+        "", config=True, help="The GPU type (``H100-80GB``, see ``jupyter pai vcs``); empty: any."
+    )
     image = Unicode(
         "", config=True, help="A name or URI from PAIConfig.images (Kubernetes backends)."
     )
@@ -102,6 +105,7 @@ class PAIProvisioner(KernelProvisionerBase):
         return KernelRequest(
             virtual_cluster=self.virtual_cluster,
             gpus=int(self.gpus),
+            gpu_type=str(self.gpu_type),
             image=self.image,
             cpu=None if self.cpu is None else float(self.cpu),
             memory_mb=None if self.memory_mb is None else int(self.memory_mb),

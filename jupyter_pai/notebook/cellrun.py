@@ -27,6 +27,8 @@ class CellOptions:
 
     vc: str | None = None
     gpus: int = 0
+    #: the GPU type (``H100-80GB``); None: any
+    gpu_type: str | None = None
     instances: int = 1
     image: str | None = None
     name: str | None = None
@@ -57,6 +59,8 @@ def cell_job(code: str, options: CellOptions, python: str) -> dict[str, Any]:
         "instances": options.instances,
         "description": "a notebook cell (%%pai run)",
     }
+    if options.gpu_type:
+        job["gpuType"] = options.gpu_type
     if options.vc:
         job["vc"] = options.vc
     if options.image:

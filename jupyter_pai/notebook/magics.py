@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ..backends.models import JobState
-from ..submission.jobs import parse_params
+from ..submission.jobs import parse_gpus, parse_params
 from .cellrun import CellOptions, run_cell
 from .client import Client
 from .job import Job
@@ -32,7 +32,7 @@ HELP = """\
 %pai submit FILE [--param K=V]... [--vc V] [--name N] [--wait]
                                                submit a job file; returns the Job
 
-%%pai run [--vc V] [--gpus N] [--instances M] [--image I] [--name NAME] [--detach]
+%%pai run [--vc V] [--gpus [TYPE:]N] [--instances M] [--image I] [--name NAME] [--detach]
     Run this cell's code as a job: every instance runs the cell as a Python file with
     the job's environment (RANK, WORLD_SIZE, MASTER_ADDR, PAI_*, CUDA_VISIBLE_DEVICES).
     Each task's output streams here as it is written, each line labelled [role-index];
@@ -86,7 +86,7 @@ def cell_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="%%pai run", add_help=False)
     parser.add_argument("command", choices=["run"])
     parser.add_argument("--vc")
-    parser.add_argument("--gpus", type=int, default=0)
+    parser.add_argument("--gpus", default="0")
     parser.add_argument("--instances", type=int, default=1)
     parser.add_argument("--image")
     parser.add_argument("--name")
@@ -128,9 +128,11 @@ class PAIMagics(Magics):
         return getattr(self, f"do_{args.command}")(args)
 
     def run(self, args: argparse.Namespace, cell: str) -> Job | None:
+        gpu_type, gpus = parse_gpus(args.gpus)
         options = CellOptions(
             vc=args.vc,
-            gpus=args.gpus,
+            gpus=gpus,
+            gpu_type=gpu_type,
             instances=args.instances,
             image=args.image,
             name=args.name,

@@ -63,6 +63,13 @@ def print_vcs(vcs: list[VirtualCluster]) -> None:
             row[4:4] = [guaranteed, str(vc.borrowed_gpus), str(vc.lent_gpus)]
         rows.append(row)
     print_table(rows)
+    typed = [(vc.name, t) for vc in vcs for t in vc.gpu_types]
+    if typed:  # choose one with --gpus TYPE:N
+        print()
+        rows = [["VC", "GPU TYPE", "USED", "FREE", "TOTAL", "PRODUCT"]]
+        for name, t in typed:
+            rows.append([name, t.name, str(t.used), str(t.free), str(t.capacity), t.product or ""])
+        print_table(rows)
 
 
 def print_images(choices: ImageChoices, now: datetime | None = None) -> None:

@@ -17,6 +17,7 @@ OPENAPI_PATH = Path(__file__).with_name("openapi.yaml")
 MODELS: list[type[models.ApiModel]] = [
     models.Info,
     models.Resources,
+    models.GpuTypeUsage,
     models.VirtualCluster,
     models.Image,
     models.JobSummary,

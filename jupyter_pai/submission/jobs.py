@@ -10,6 +10,7 @@ from ..backends.base import Backend
 from ..backends.models import FieldWarning, SubmitResult
 from ..errors import FieldError, SpecError
 from ..spec.parse import ParsedJob, parse_job
+from ..spec.shortform import parse_gpu_request
 from .images import ImagePolicy
 
 #: A job as a submitter gives it: YAML or JSON text, or the document as a mapping.
@@ -32,6 +33,19 @@ class JobRequest:
             virtual_cluster=self.virtual_cluster,
             name=self.name,
         )
+
+
+def parse_gpus(text: str, where: str = "--gpus") -> tuple[str | None, int]:
+    """``--gpus 2`` or ``--gpus H100-80GB:2``, as the CLI and the magics take it: (type or
+    None, count). A bare number passes as it is (where it is used says if it is too small)."""
+    try:
+        return None, int(text)
+    except ValueError:
+        pass
+    try:
+        return parse_gpu_request(text)
+    except ValueError as error:
+        raise SpecError([FieldError(where, str(error))]) from None
 
 
 def parse_params(pairs: list[str]) -> dict[str, str]:

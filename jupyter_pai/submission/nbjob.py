@@ -44,6 +44,8 @@ class NotebookRun:
     #: Injected as papermill does (values read as its ``-p`` reads them).
     params: Mapping[str, str] = field(default_factory=dict)
     gpus: int = 0
+    #: the GPU type (``H100-80GB``); None: any
+    gpu_type: str | None = None
     vc: str | None = None
     image: str | None = None
     #: The job's name (default: the notebook's name and the time).
@@ -60,6 +62,7 @@ class NotebookRun:
             source,
             params=request.params,
             gpus=request.gpus,
+            gpu_type=request.gpu_type,
             vc=request.vc,
             image=request.image,
             name=request.name,
@@ -133,6 +136,7 @@ def notebook_job(
     job: dict[str, Any] = {
         "name": job_name_,
         "gpus": run.gpus,
+        **({"gpuType": run.gpu_type} if run.gpu_type else {}),
         "instances": 1,
         "description": f"notebook {path.name} (executed copy: see the job's log)",
     }

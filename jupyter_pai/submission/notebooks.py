@@ -18,6 +18,8 @@ from .nbjob import NotebookRun, prepare
 #: Paths of the job a notebook becomes, as the request names them.
 AS_REQUESTED = {
     "gpus": "gpus",
+    "gpuType": "gpuType",
+    "extras.hivedScheduler.taskRoles.worker.skuType": "gpuType",
     "taskRoles.worker.resourcePerInstance.gpu": "gpus",
     "defaults.virtualCluster": "vc",
     "image": "image",

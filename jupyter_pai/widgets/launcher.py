@@ -40,6 +40,13 @@ class Launcher(LiveBox):
         style = {"description_width": "90px"}
         self.vc = w.Dropdown(description="VC", style=style, layout=w.Layout(width="420px"))
         self.gpus = w.BoundedIntText(value=0, min=0, max=0, description="GPUs", style=style)
+        # The VC's GPU types with their free GPUs; hidden where GPUs have no types.
+        self.gpu_type = w.Dropdown(
+            options=[("any type", "")],
+            description="GPU type",
+            style=style,
+            layout=w.Layout(width="420px", display="none"),
+        )
         self.instances = w.BoundedIntText(
             value=1, min=1, max=64, description="instances", style=style
         )
@@ -58,6 +65,7 @@ class Launcher(LiveBox):
             [
                 self.vc,
                 w.HBox([self.gpus, self.total]),
+                self.gpu_type,
                 self.instances,
                 self.image,
                 self.name,
@@ -67,7 +75,8 @@ class Launcher(LiveBox):
             ]
         )
         self.add_class("jp-pai-launcher")
-        for part in ("vc", "gpus", "instances", "image", "name", "command", "button", "status"):
+        parts = ("vc", "gpus", "gpu_type", "instances", "image", "name", "command", "button")
+        for part in (*parts, "status"):
             getattr(self, part).add_class(f"jp-pai-launcher-{part}")
         self.vc.observe(lambda _: self._bound_gpus(), names="value")
         self.gpus.observe(lambda _: self._show_total(), names="value")
@@ -95,6 +104,15 @@ class Launcher(LiveBox):
         """GPUs per instance: at most what the VC's jobs may hold at once."""
         vc = self.vcs.get(str(self.vc.value))
         self.gpus.max = vc.capacity.gpu if vc else 0
+        types = vc.gpu_types if vc else []
+        options = [("any type", "")] + [
+            (f"{t.name} — {t.free} of {t.capacity} free", t.name) for t in types
+        ]
+        if list(self.gpu_type.options) != options:
+            chosen = self.gpu_type.value
+            self.gpu_type.options = options
+            self.gpu_type.value = chosen if chosen in {v for _, v in options} else ""
+        self.gpu_type.layout.display = None if types else "none"
         self._show_total()
 
     def _show_total(self) -> None:
@@ -124,6 +142,7 @@ class Launcher(LiveBox):
             "gpus": self.gpus.value,
             "instances": self.instances.value,
             "image": self.image.value,
+            **({"gpuType": self.gpu_type.value} if self.gpu_type.value else {}),
             "command": command,
         }
         if self.name.value.strip():

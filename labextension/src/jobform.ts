@@ -10,6 +10,7 @@
 
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
+import { specGpuType, writeGpuTypes } from './gputypes';
 import type { Image } from './restmodels';
 
 /** The name the form gives the job's docker image prerequisite. */
@@ -26,6 +27,8 @@ export interface RoleForm {
   /** `label: count` pairs, e.g. `{http: 1}`. */
   ports: Array<{ label: string; count: number }>;
   taskRetryCount: number;
+  /** The GPU type (`extras.hivedScheduler.taskRoles.<role>.skuType`); '' for any. */
+  gpuType: string;
 }
 
 export interface MountForm {
@@ -58,7 +61,8 @@ export function newRole(name = 'worker', gpu = 1): RoleForm {
     gpu,
     command: '',
     ports: [],
-    taskRetryCount: 0
+    taskRetryCount: 0,
+    gpuType: ''
   };
 }
 
@@ -146,7 +150,8 @@ export function specToForm(spec: Record<string, any>): JobForm {
           label,
           count: num(count, 1)
         })),
-        taskRetryCount: num(role?.taskRetryCount, 0)
+        taskRetryCount: num(role?.taskRetryCount, 0),
+        gpuType: specGpuType(base, name)
       };
     }
   );
@@ -297,6 +302,10 @@ export function formToSpec(form: JobForm): Record<string, any> {
   } else {
     delete spec.extras.storages;
   }
+  writeGpuTypes(
+    spec,
+    form.roles.map(r => ({ role: r.name, gpuType: r.gpuType }))
+  );
   return orderSpec(spec);
 }
 

@@ -102,6 +102,19 @@ export interface JobEvent {
   source: string;
 }
 
+/**
+ * One GPU type (`H100-80GB`, `A100-40GB-MIG-1g.5gb`) as a VC sees it: GPUs of
+ * the type its jobs may use, held now, and free now.
+ */
+export interface GpuTypeUsage {
+  name: string;
+  /** The product the nodes report, e.g. `NVIDIA-A100-SXM4-40GB`. */
+  product?: string | null;
+  capacity: number;
+  used: number;
+  free: number;
+}
+
 export interface VirtualCluster {
   name: string;
   /** The most its jobs may hold at once: its guarantee plus what it may borrow. */
@@ -121,6 +134,8 @@ export interface VirtualCluster {
   mayBorrow?: boolean;
   mayLend?: boolean;
   description?: string | null;
+  /** Its GPUs by type; empty or absent where GPUs are untyped. */
+  gpuTypes?: GpuTypeUsage[];
 }
 
 export interface Image {
@@ -363,6 +378,8 @@ export interface NotebookJobRequest {
   /** Injected as papermill does, after the cell tagged `parameters`. */
   params?: Record<string, string>;
   gpus?: number;
+  /** The GPU type (`H100-80GB`); none: any. */
+  gpuType?: string | null;
   vc?: string | null;
   image?: string | null;
   /** `NAME[/folder]`: write the executed notebook into this storage. */

@@ -1,8 +1,10 @@
-/** One task role of the launch form: name, instances, resources, command, ports. */
+/** One task role of the launch form: name, instances, resources, GPU type, command, ports. */
 
 import * as React from 'react';
 
 import { Field } from './field';
+import { GpuTypeSelect } from './gputypeselect';
+import { showsGpuType } from './gputypes';
 import { InputField } from './inputfield';
 import type { RoleForm } from './jobform';
 import { NumberField } from './numberfield';
@@ -123,6 +125,15 @@ export function RoleEditor(props: IRoleEditorProps): JSX.Element {
         )}
       </div>
       <div className="jp-PAI-row">{RESOURCES.map(numberField)}</div>
+      {showsGpuType(vc, role.gpuType) && (
+        <GpuTypeSelect
+          role={role.name}
+          value={role.gpuType}
+          vc={vc}
+          errors={errors}
+          onChange={gpuType => set({ gpuType })}
+        />
+      )}
       <Field
         label="Command (one shell line per line)"
         path={`${at}.commands`}

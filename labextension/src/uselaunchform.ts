@@ -12,6 +12,7 @@ import { jobFormat } from './detectjobformat';
 import { emitNotice } from './fielderrorlist';
 import { settingsForm, withCatalogueDefaults } from './formdefaults';
 import { assignErrors, checkForm, formFieldPaths } from './formchecks';
+import { gpuTypeFieldPaths } from './gputypes';
 import { isListedImage } from './imagecatalogue';
 import {
   importJob,
@@ -178,7 +179,10 @@ export function useLaunchForm(
   // Local checks show once the user has tried to submit, then live.
   const localErrors = attempted.current ? checkForm(form, vc) : [];
   const shown = [...errors, ...localErrors];
-  const { byField, unmatched } = assignErrors(shown, formFieldPaths(form));
+  const { byField, unmatched } = assignErrors(shown, [
+    ...formFieldPaths(form),
+    ...gpuTypeFieldPaths(form.roles, vc)
+  ]);
 
   const update = (patch: Partial<JobForm>) => {
     setForm(f => ({ ...f, ...patch }));

@@ -1,8 +1,9 @@
-/** One virtual cluster's GPUs: used, free, asked for by waiting jobs, and what it shares. */
+/** One virtual cluster's GPUs: used, free, asked for by waiting jobs, what it shares, and by type. */
 
 import * as React from 'react';
 
 import type { VirtualCluster } from './restmodels';
+import { VcGpuTypes } from './vcgputypes';
 
 function pct(part: number, whole: number): string {
   return whole > 0 ? `${Math.min(100, (100 * part) / whole)}%` : '0%';
@@ -87,6 +88,7 @@ export function VcUsage(props: {
       {sharing && (
         <div className="jp-PAI-muted jp-PAI-vc-sharing">{sharing}</div>
       )}
+      <VcGpuTypes vc={vc} />
       {vc.description && <div className="jp-PAI-hint">{vc.description}</div>}
     </div>
   );

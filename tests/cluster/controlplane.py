@@ -429,9 +429,9 @@ class ControlPlane:
 
         nodes: list[dict[str, Any]] = []
         if options.gpu_pool:
-            nodes += [manifests.node(n, options.gpu_pool) for n in gpu_nodes]
+            nodes += manifests.nodes(options.gpu_pool)
         if options.runner_pool:
-            nodes += [manifests.node(n, options.runner_pool, runner=True) for n in runner_nodes]
+            nodes += manifests.nodes(options.runner_pool, runner=True)
         kube.apply(api, nodes)
         if volcano_dir is not None:
             self._start_volcano(api, volcano_dir, volcano_crds, ports, ca, admin_kubeconfig, launch)

@@ -26,9 +26,29 @@ VC_PRIORITY_PREFIX = "vc-"
 NAMESPACES = ("default", *USERS)
 
 
+# NVIDIA GPU Feature Discovery's labels of an 8-GPU A100-40GB and H100-80GB node: what
+# GPU types are read from (jupyter_pai.backends.gputypes).
+A100_40GB = {
+    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+    "nvidia.com/gpu.memory": "40960",
+    "nvidia.com/gpu.count": "8",
+    "nvidia.com/gpu.family": "ampere",
+}
+H100_80GB = {
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+    "nvidia.com/gpu.memory": "81559",
+    "nvidia.com/gpu.count": "8",
+    "nvidia.com/gpu.family": "hopper",
+}
+
+
 @dataclass(frozen=True)
 class NodeShape:
-    """A pool of identical simulated nodes."""
+    """A pool of simulated nodes of the same size.
+
+    ``labels``: on every node; ``node_labels``: per node, the pool split evenly among them
+    in order (two entries over 4 nodes: the first two get the first); ``extended``: more
+    allocatable resources (``{"nvidia.com/mig-1g.5gb": "7"}``)."""
 
     pool: str
     count: int
@@ -36,26 +56,41 @@ class NodeShape:
     cpu: str = "64"
     memory: str = "512Gi"
     labels: dict[str, str] = field(default_factory=dict)
+    node_labels: tuple[dict[str, str], ...] = ()
+    extended: dict[str, str] = field(default_factory=dict)
 
     def names(self) -> list[str]:
         return [f"{self.pool}-{i}" for i in range(self.count)]
 
+    def labels_of(self, index: int) -> dict[str, str]:
+        if not self.node_labels:
+            return dict(self.labels)
+        per = self.node_labels[index * len(self.node_labels) // max(self.count, 1)]
+        return {**self.labels, **per}
 
-DEFAULT_GPU_POOL = NodeShape(pool="gpu", count=4, gpus=8)
+
+#: gpu-0, gpu-1 are A100-40GB nodes, gpu-2, gpu-3 H100-80GB ones.
+DEFAULT_GPU_POOL = NodeShape(pool="gpu", count=4, gpus=8, node_labels=(A100_40GB, H100_80GB))
 DEFAULT_RUNNER_POOL = NodeShape(pool="runner", count=1, gpus=4, cpu="16", memory="64Gi")
 
 
-def node(name: str, shape: NodeShape, *, runner: bool = False) -> Manifest:
+def nodes(shape: NodeShape, *, runner: bool = False) -> list[Manifest]:
+    """Every node of a pool."""
+    return [node(name, shape, runner=runner, index=i) for i, name in enumerate(shape.names())]
+
+
+def node(name: str, shape: NodeShape, *, runner: bool = False, index: int = 0) -> Manifest:
     capacity = {"cpu": shape.cpu, "memory": shape.memory, "pods": "110"}
     if shape.gpus:
         capacity[GPU_RESOURCE] = str(shape.gpus)
+    capacity.update(shape.extended)
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         "type": "kwok",
         POOL_LABEL: shape.pool,
-        **shape.labels,
+        **shape.labels_of(index),
     }
     if runner:
         labels[RUNNER_LABEL] = "true"

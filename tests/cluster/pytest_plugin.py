@@ -67,11 +67,12 @@ class TestCluster:
         return kube.custom(self.api(user))
 
     def add_nodes(self, shape: manifests.NodeShape, timeout: float = 60) -> list[str]:
-        """Add simulated nodes `<pool>-<i>` labelled `jupyter-pai.test/pool=<pool>`;
-        pods choose them with that label as node selector."""
+        """Add simulated nodes `<pool>-<i>` labelled `jupyter-pai.test/pool=<pool>` (and
+        the shape's labels and extended resources: a GPU type's, a MIG node's); pods
+        choose them with that label as node selector."""
         api = self.api()
         names = shape.names()
-        kube.apply(api, [manifests.node(name, shape) for name in names])
+        kube.apply(api, manifests.nodes(shape))
         core = kube.core(api)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

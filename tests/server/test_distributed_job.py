@@ -9,7 +9,7 @@ from .pai import PY, PAIClient, job_spec, parse_env
 
 ENV_DUMP = (
     "env | grep -E '^(PAI_|RANK=|WORLD_SIZE=|MASTER_ADDR=|MASTER_PORT=|LOCAL_RANK=|"
-    "CUDA_VISIBLE_DEVICES=)' | sort"
+    "CUDA_VISIBLE_DEVICES=|CUDA_DEVICE_ORDER=)' | sort"
 )
 
 PS_SERVER = textwrap.dedent(
@@ -122,6 +122,8 @@ async def test_ps_and_workers_get_the_environment_contract_and_reach_each_other(
         assert env["LOCAL_RANK"] == "0"
         # Each task sees exactly its own GPU, the one the job detail reports.
         assert env["CUDA_VISIBLE_DEVICES"] == ",".join(tasks[(role, index)]["gpus"])
+        # In NVML's order, which the ids are in (CUDA's own puts the fastest GPU first).
+        assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
     ranks = {key: int(env["RANK"]) for key, env in envs.items()}
     assert ranks[("ps", 0)] == 0  # roles in the order written: ps first

@@ -52,8 +52,8 @@ STATUS = {
 
 def test_leaf_cells_are_counted_per_vc() -> None:
     assert vc_cells(STATUS) == {
-        "default": VcCells("default", ("DT",), total=12, used=2, bad=1),
-        "research": VcCells("research", ("DT",), total=8, used=0, bad=0),
+        "default": VcCells("default", ("DT",), total=12, used=2, bad=1, by_type=(("DT", 12, 2),)),
+        "research": VcCells("research", ("DT",), total=8, used=0, bad=0, by_type=(("DT", 8, 0),)),
         "empty": VcCells("empty", (), total=0, used=0, bad=0),
     }
 

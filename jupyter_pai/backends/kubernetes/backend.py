@@ -21,6 +21,7 @@ from ...spec.protocol import JobProtocol
 from .. import storage_fs
 from ..base import Backend, FileContent, LogQuery, LogStream
 from ..models import (
+    GpuTypeUsage,
     Info,
     JobDetail,
     JobEvent,
@@ -37,7 +38,7 @@ from ..models import (
 from ..selfcheck import SelfCheck
 from ..taskports import PortAddress
 from ..utilisation import GpuReading, job_utilisation
-from . import connect, identity, registries, selfcheck, vc_usage
+from . import connect, gpu_placement, identity, registries, selfcheck, vc_usage
 from .flavors import FLAVORS, Flavor, FlavorSettings, HivedSettings, NativeSettings
 from .gpumetrics import PrometheusGpus
 from .interrupted import finish_interrupted
@@ -211,6 +212,10 @@ class KubernetesBackend(Backend):
         self.scheduler_flavor: Flavor = cls(self.options, settings.get(cls.settings_type))
         self.views = JobViews(self.scheduler_flavor, self.namespace)
         self.cache = self.views.cache
+        # Every flavor but hived (HiveD's SKU is the type) places GPU types on nodes.
+        self.gpu_types = gpu_placement.ClusterGpuTypes(self._rest)
+        if self.flavor != "hived":
+            self.scheduler_flavor.gpu_usage = self._gpu_type_usage
         self.lifecycle = JobLifecycle(self.views, self._rest, self.log)
         # Every view derived (on a watch event or a read) may end a job the completion
         # policy decided, where the scheduler does not.
@@ -340,7 +345,11 @@ class KubernetesBackend(Backend):
         names = make_names(job, self.user)
         if self.views.taken(names.job_id):
             raise self.lifecycle.conflict(names)
-        built = self.scheduler_flavor.build(job, names)
+        typed = None
+        if self.flavor != "hived" and gpu_placement.typed_roles(job):
+            await self.gpu_types.for_job(job)  # a SpecError for a type the cluster lacks
+            typed = gpu_placement.choosable(self.gpu_types.last or [])
+        built = self.scheduler_flavor.build_typed(job, names, typed)
         if needs_job_key(job):  # made here, so no builder output holds it
             pair = generate_key_pair(f"jupyter-pai job {names.job_id}")
             add_job_key(built.objects, names, pair)
@@ -464,7 +473,14 @@ class KubernetesBackend(Backend):
 
     @property
     def places_gpu_types(self) -> bool:
-        return self.flavor == "hived"  # HiveD's skuType; the others do not yet
+        return True  # HiveD's skuType; the others a node affinity (gpu_placement)
+
+    def _gpu_type_usage(self) -> dict[str, GpuTypeUsage]:
+        """The cluster's GPU types as last read, with what the watched pods hold."""
+        found = gpu_placement.usage(
+            self.gpu_types.last or [], self.cache["pods"].values(), self.gpu_resource
+        )
+        return {t.name: t for t in found}
 
     async def registry_credentials(self, secret: str, host: str) -> tuple[str, str] | None:
         return await registries.secret_credentials(self._rest(), self.namespace, secret, host)
@@ -488,7 +504,12 @@ class KubernetesBackend(Backend):
         await self.scheduler_flavor.refresh()
         jobs = await self.list_jobs()
         cluster = await self._cluster_total()
-        return self.views.virtual_clusters(jobs, cluster, self.allowed_virtual_clusters)
+        found = self.views.virtual_clusters(jobs, cluster, self.allowed_virtual_clusters)
+        if self.flavor != "hived":  # a VC is not tied to nodes: the cluster's types
+            with contextlib.suppress(PAIError):  # no node LIST: the rows without types
+                await self.gpu_types.types()
+            vc_usage.add_gpu_types(found, list(self._gpu_type_usage().values()))
+        return found
 
     # -- storage -------------------------------------------------------------------------
 

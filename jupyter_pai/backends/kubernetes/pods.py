@@ -8,12 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import SpecError
 from ...runtime import plugin_ports, task_script
 from ...runtime.plugins.ssh import PRIVATE_KEY_VAR, uses_job_key
 from ...spec.protocol import JobProtocol
 from ...spec.templating import MARKER, as_text, lookup
 from ..envcontract import Placement, TaskKey, job_environment, port_requests, task_keys
 from ..envcontract import task_environment as contract_task_environment
+from ..gputypes import GpuTypeCapacity
+from .gpu_placement import place, unknown_type
 from .jobssh import key_env, needs_job_key
 from .naming import ANN_JOB_ID, LABEL_INDEX, LABEL_JOB, LABEL_ROLE, JobNames, base_labels
 
@@ -53,6 +56,9 @@ class PodOptions:
     grace_seconds: int = 30
     #: registry host → the Secret its images are pulled with
     image_pull_secrets: dict[str, str] = field(default_factory=dict)
+    #: the cluster's GPU types by name, where a job names one (read from the nodes at its
+    #: submission); None: not read, so a role's type is not placed
+    gpu_types: dict[str, GpuTypeCapacity] | None = None
 
 
 def registry_host(image: str) -> str:
@@ -332,6 +338,12 @@ def pod_template(
         pod_spec["tolerations"] = [dict(t) for t in options.tolerations]
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
+    gpu_type = job.gpu_type(role)
+    if gpu_type and res.gpu and gpu_in_resources and options.gpu_types is not None:
+        found = options.gpu_types.get(gpu_type)
+        if found is None:
+            raise SpecError([unknown_type(role, gpu_type, options.gpu_types)])
+        place(pod_spec, container["resources"], found, res.gpu, options.gpu_resource)
     pull_secret = options.image_pull_secrets.get(registry_host(container["image"]))
     if pull_secret:
         pod_spec["imagePullSecrets"] = [{"name": pull_secret}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..models import JobState, JobSummary, Resources, VirtualCluster
+from ..models import GpuTypeUsage, JobState, JobSummary, Resources, VirtualCluster
 from . import quantities
 from .states import Obj, VcUsage
 
@@ -66,3 +66,10 @@ def cluster_total(nodes: list[Obj], gpu: str = GPU) -> Resources:
             gpu=total.gpu + r.gpu, cpu=total.cpu + r.cpu, memory_mb=total.memory_mb + r.memory_mb
         )
     return total
+
+
+def add_gpu_types(vcs: list[VirtualCluster], types: list[GpuTypeUsage]) -> None:
+    """Every VC's GPU types where VCs are not tied to nodes (every flavor but hived): the
+    cluster's, each VC's own quota still applying on top."""
+    for vc in vcs:
+        vc.gpu_types = [t.model_copy() for t in types]

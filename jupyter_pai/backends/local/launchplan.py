@@ -75,6 +75,9 @@ def write_plan(store: StateStore, rec: JobRecord) -> LaunchPlan:
         }
         # Every task sees only its own GPUs; an empty value hides all GPUs from CPU-only tasks.
         env["CUDA_VISIBLE_DEVICES"] = ",".join(task.gpus)
+        # The ids are NVML's (PCI bus order); CUDA's default order is fastest first, which
+        # on a machine with mixed GPUs would give the task another GPU than it was given.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         log = store.log_path(rec.id, task.role, task.index)
         tasks[task.key] = TaskLaunch(script=str(script), log=str(log), env=env)
     cwd = rec.working_dir if Path(rec.working_dir).is_dir() else str(store.job_dir(rec.id))

@@ -3,6 +3,7 @@ import type {
   AbnormalJobList,
   ConvertResult,
   FieldWarning,
+  GpuTypeUsage,
   GpuUsage,
   Image,
   ImageChoices,
@@ -95,8 +96,16 @@ export const MODEL_FIELDS = {
     lentGpus: true,
     mayBorrow: true,
     mayLend: true,
-    description: true
+    description: true,
+    gpuTypes: true
   } satisfies Fields<VirtualCluster>,
+  GpuTypeUsage: {
+    name: true,
+    product: true,
+    capacity: true,
+    used: true,
+    free: true
+  } satisfies Fields<GpuTypeUsage>,
   Image: {
     name: true,
     uri: true,
@@ -167,6 +176,7 @@ export const MODEL_FIELDS = {
     path: true,
     params: true,
     gpus: true,
+    gpuType: true,
     vc: true,
     image: true,
     storage: true,

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ....errors import FieldError, SpecError
 from ....spec.protocol import JobProtocol
 from ....spec.render import public_spec
 from ...completion_policy import Decision
-from ...models import JobSummary, Resources, VirtualCluster
+from ...gputypes import GpuTypeCapacity
+from ...models import GpuTypeUsage, JobSummary, Resources, VirtualCluster
 from .. import vc_usage
+from ..gpu_placement import typed_reason
 from ..naming import (
     ANN_FLAVOR,
     ANN_JOB_ID,
@@ -145,6 +147,9 @@ class Flavor:
             raise TypeError(f"the {self.name} flavor takes {self.settings_type.__name__}")
         self.options = options
         self.settings = settings
+        #: The cluster's GPU types' use now, by name (set by the backend where the flavor
+        #: places types on nodes): what a typed job's waiting reason counts.
+        self.gpu_usage: Callable[[], Mapping[str, GpuTypeUsage]] | None = None
 
     @property
     def own_kinds(self) -> tuple[Kind, ...]:
@@ -176,6 +181,20 @@ class Flavor:
 
     def build(self, job: JobProtocol, names: JobNames) -> Built:
         raise NotImplementedError
+
+    def build_typed(
+        self, job: JobProtocol, names: JobNames, gpu_types: dict[str, GpuTypeCapacity] | None
+    ) -> Built:
+        """:meth:`build` with the cluster's GPU types in the pods' options, so that typed
+        roles are placed (synchronous: no other build sees them)."""
+        if gpu_types is None:
+            return self.build(job, names)
+        kept = self.options
+        self.options = replace(kept, gpu_types=gpu_types)
+        try:
+            return self.build(job, names)
+        finally:
+            self.options = kept
 
     def pod_template(self, job: JobProtocol, names: JobNames, role: str, **kw: Any) -> Manifest:
         """:func:`.pods.pod_template` with this flavor's options, peer names and index
@@ -303,8 +322,10 @@ class Flavor:
         related: Mapping[Kind, list[Manifest]],
         peers: Mapping[str, VirtualCluster] | None = None,
     ) -> str:
-        """Why a WAITING job waits (:class:`Waiting` says from what)."""
-        return self.why_waiting(Waiting(job, vc, events, related, peers or {}))
+        """Why a WAITING job waits (:class:`Waiting` says from what); a reason about nodes
+        names the job's GPU type and its free GPUs, where it names one."""
+        reason = self.why_waiting(Waiting(job, vc, events, related, peers or {}))
+        return typed_reason(job, reason, self.gpu_usage)
 
     def why_waiting(self, w: Waiting) -> str:
         """What :meth:`waiting_reason` answers; a flavor puts its scheduler's own reasons

@@ -228,6 +228,7 @@ class HivedFlavor(Flavor):
         hived = job.extras.hived_scheduler
         sku_named = {r for r, h in (hived.task_roles if hived else {}).items() if h.sku_type}
         vc_known = known is None or job.virtual_cluster in known  # else: the VC's error
+        errors += self._unknown_skus(job) if vc_known else []
         if self.cpu_sku and vc_known and self._gpu_sku(job.virtual_cluster) is None:
             # HiveD may give a task that names no SKU any leaf cells, CPU cells included.
             errors += [
@@ -243,6 +244,26 @@ class HivedFlavor(Flavor):
         if errors:
             raise SpecError(errors)
         super().check_virtual_cluster(job, known)
+
+    def _unknown_skus(self, job: JobProtocol) -> list[FieldError]:
+        """A GPU role's SKU (its GPU type) that the job's VC has no cells of, read from
+        HiveD: HiveD would leave its pods waiting for good."""
+        if self.cells is None or self.cells.last is None:
+            return []
+        vc = self.cells.last.get(job.virtual_cluster)
+        if vc is None:
+            return []
+        have = ", ".join(f"{sku} ({n} GPUs)" for sku, n, _ in vc.by_type) or "none"
+        return [
+            FieldError(
+                f"extras.hivedScheduler.taskRoles.{role}.skuType",
+                f"virtual cluster {vc.name} has no HiveD SKU {sku!r}; its GPU types: {have}",
+            )
+            for role, spec in job.task_roles.items()
+            if (sku := job.gpu_type(role))
+            and spec.resource_per_instance.gpu > 0
+            and sku not in {t for t, _, _ in vc.by_type}
+        ]
 
     def why_waiting(self, w: Waiting) -> str:
         newest = sorted(

@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 
 from ....errors import Unavailable
-from ...models import JobSummary, Resources, VirtualCluster
+from ...gputypes import hived_vc_gpu_types
+from ...models import GpuTypeUsage, JobSummary, Resources, VirtualCluster
 from .. import vc_usage
 from ..promql import Cached
 
@@ -37,6 +38,14 @@ class VcCells:
     bad: int  # leaf cells HiveD marks unhealthy: still the VC's, not usable now
     cpus: int = 0
     cpus_used: int = 0
+    #: (SKU, leaf cells, in use) per GPU SKU: the VC's GPU types
+    by_type: tuple[tuple[str, int, int], ...] = ()
+
+    def gpu_types(self) -> list[GpuTypeUsage]:
+        return [
+            GpuTypeUsage(name=sku, product=sku, capacity=n, used=u, free=max(0, n - u))
+            for sku, n, u in self.by_type
+        ]
 
 
 def _leaves(cell: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -51,10 +60,15 @@ def _in_use(leaves: list[Mapping[str, Any]]) -> int:
     return sum(1 for leaf in leaves if leaf.get("cellState", _FREE) != _FREE)
 
 
+def _sku_leaves(cells: list[Mapping[str, Any]], sku: str) -> list[Mapping[str, Any]]:
+    return [leaf for c in cells if c.get("leafCellType") == sku for leaf in _leaves(c)]
+
+
 def vc_cells(status: Mapping[str, Any], cpu_sku: str = "") -> dict[str, VcCells]:
     """HiveD's virtual cluster status (VC name → its top cells) as counts per VC; cells
     whose leaf type is ``cpu_sku`` count as CPUs, the others as GPUs."""
     out = {}
+    cells_of = hived_vc_gpu_types(status, cpu_skus=[cpu_sku] if cpu_sku else [])
     for name, cells in status.items():
         gpu = [leaf for c in cells or [] if c.get("leafCellType") != cpu_sku for leaf in _leaves(c)]
         cpu = [
@@ -72,6 +86,10 @@ def vc_cells(status: Mapping[str, Any], cpu_sku: str = "") -> dict[str, VcCells]
             bad=sum(1 for leaf in gpu if leaf.get("cellHealthiness", "Healthy") != "Healthy"),
             cpus=len(cpu),
             cpus_used=_in_use(cpu),
+            by_type=tuple(
+                (sku, n, _in_use(_sku_leaves(cells or [], sku)))
+                for sku, n in sorted(cells_of.get(str(name), {}).items())
+            ),
         )
     return out
 
@@ -96,7 +114,9 @@ def virtual_clusters(
             if vc.total or vc.cpus
             else "HiveD virtual cluster with no cells"
         )
-        out.append(vc_usage.virtual_cluster(name, cap, used, jobs, description))
+        row = vc_usage.virtual_cluster(name, cap, used, jobs, description)
+        row.gpu_types = vc.gpu_types()
+        out.append(row)
     return out
 
 
