@@ -29,7 +29,6 @@ from .backends.models import (
     JobState,
     VirtualClusterList,
 )
-from .config import PAIConfig, load_config
 from .errors import Conflict, FieldError, Forbidden, NotFound, PAIError, SpecError, Unavailable
 from .notebook.connection import BackendConnection
 from .notebook.tables import print_detail, print_images, print_jobs, print_vcs
@@ -179,7 +178,7 @@ async def run(args: argparse.Namespace) -> int:
         if args.command == "validate":
             return validate(args)
         if args.command == "kernelspec":
-            return install_kernelspec(args)
+            return await install_kernelspec(args)
         # The backend a notebook's Client() gets on this machine, configured alike.
         connection = BackendConnection(backend=args.backend)
         if args.command == "check":
@@ -352,12 +351,23 @@ async def check(backend: Backend, args: argparse.Namespace) -> int:
     return 0 if report.ok else EXIT_UNAVAILABLE
 
 
-def install_kernelspec(args: argparse.Namespace) -> int:
+async def install_kernelspec(args: argparse.Namespace) -> int:
     from .kernels.jobspec import KernelRequest
     from .kernels.kernelspec import install
 
-    ImagePolicy.from_config(PAIConfig(config=load_config())).resolve(args.image, "--image")
+    connection = BackendConnection(backend=args.backend)
+    policy = connection.image_policy()
+    policy.resolve(args.image, "--image")
     gpu_type, gpus = parse_gpus(args.gpus)
+    try:
+        if args.image and policy.catalogue is not None:
+            problem = await policy.catalogue.check(args.image)
+            if problem:
+                raise SpecError([FieldError("--image", problem)])
+        if gpu_type:
+            await check_gpu_type(connection, args.vc, gpu_type)
+    finally:
+        await connection.close()
     request = KernelRequest(
         virtual_cluster=args.vc,
         gpus=gpus,
@@ -386,6 +396,23 @@ async def images(connection: BackendConnection, args: argparse.Namespace) -> int
     else:
         print_images(choices)
     return 0
+
+
+async def check_gpu_type(connection: BackendConnection, vc: str, gpu_type: str) -> None:
+    """A type the VC lists, or a refusal offering the ones it does (with their free GPUs)."""
+    try:
+        vcs = await (await connection.backend()).virtual_clusters()
+    except Unavailable as error:
+        print(f"warning: cannot check GPU type {gpu_type!r} now: {error}", file=sys.stderr)
+        return
+    found = next((v for v in vcs if v.name == vc), None)
+    types = [t for t in found.gpu_types if t.name != "unknown"] if found else []
+    if found is None or not types:
+        print(f"warning: VC {vc} lists no GPU types here: any GPU will do", file=sys.stderr)
+        return
+    if gpu_type not in {t.name for t in types}:
+        offered = ", ".join(f"{t.name} ({t.free} of {t.capacity} free)" for t in types)
+        raise SpecError([FieldError("--gpus", f"VC {vc} has no GPU type {gpu_type!r}: {offered}")])
 
 
 COMMANDS = {"jobs": jobs, "show": show, "logs": logs, "stop": stop, "vcs": vcs}

@@ -154,12 +154,14 @@ class Client:
         params: Mapping[str, Any] | None = None,
         *,
         gpus: int = 0,
+        gpu_type: str | None = None,
         vc: str | None = None,
         image: str | None = None,
         name: str | None = None,
         storage: str | None = None,
     ) -> Job:
-        """Run a notebook as a job, ``params`` injected as papermill does; the executed
+        """Run a notebook as a job, ``params`` injected as papermill does (``gpu_type``:
+        ``H100-80GB``, see :meth:`vcs`); the executed
         notebook (outputs and errors included) is written beside it as ``<job name>.ipynb``
         (``job.executed_notebook``), or into ``storage`` (``NAME[/folder]``). ``path`` is
         on this machine, or in the server's tree for ``Client(url=…)``."""
@@ -167,6 +169,7 @@ class Client:
             path=os.fspath(path),
             params={str(k): str(v) for k, v in (params or {}).items()},
             gpus=gpus,
+            gpu_type=gpu_type,
             vc=vc,
             image=image,
             name=name,

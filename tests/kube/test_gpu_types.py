@@ -244,3 +244,39 @@ async def test_hived_refuses_a_sku_its_vc_lacks_and_counts_its_skus(
     finally:
         await b.close()
         _cleanup(kube_cluster, NS)
+
+
+# -- shared GPUs (time-slicing): a type of its own, counted in replicas ------------------
+
+SHARED_POOL = "t4-shared"
+SHARED = manifests.NodeShape(
+    pool=SHARED_POOL,
+    count=1,
+    gpus=8,  # 2 GPUs shared 4 ways: the device plugin advertises 8
+    labels={
+        "nvidia.com/gpu.product": "Tesla-T4-SHARED",
+        "nvidia.com/gpu.memory": "15360",
+        "nvidia.com/gpu.count": "2",
+        "nvidia.com/gpu.replicas": "4",
+        "nvidia.com/gpu.sharing-strategy": "time-slicing",
+    },
+)
+
+
+async def test_a_shared_gpu_node_is_a_type_of_its_own(kube_cluster: TestCluster) -> None:
+    with contextlib.ExitStack() as stack:
+        kube_cluster.add_nodes(SHARED)
+        stack.callback(kube_cluster.remove_nodes, SHARED_POOL)
+        b = await started(kube_cluster, "native", node_selector={})
+        try:
+            job = await b.submit(typed("shared", "T4-SHARED:1"))
+            await wait_for(b, job.id, lambda d: d.state == JobState.RUNNING)
+            [pod] = pods_of(b, kube_cluster, job.id)
+            assert pod.spec.node_name == "t4-shared-0"
+            vcs = {v.name: v for v in await b.virtual_clusters()}
+            shared = {t.name: t for t in vcs["default"].gpu_types}["T4-SHARED"]
+            assert (shared.capacity, shared.used, shared.free) == (8, 1, 7)
+            assert shared.product == "Tesla-T4-SHARED"
+        finally:
+            await b.close()
+            _cleanup(kube_cluster, NS)

@@ -7,6 +7,9 @@ flavor's pods get the type's node affinity from one builder), so this runs on ``
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -93,3 +96,35 @@ async def test_a_kernel_runs_on_the_gpu_type_its_kernelspec_names(
         assert (t4.capacity, t4.used) == (4, 1)
     finally:
         await km.shutdown_kernel()
+
+
+def test_the_kernelspec_installer_offers_the_vcs_types(
+    kube_cluster: TestCluster, tmp_path: Path
+) -> None:
+    """``--gpus TYPE:N`` with a type the VC lacks is refused, naming the types it has with
+    their free GPUs; one it has is written into the kernelspec."""
+    env = {
+        **os.environ,
+        "JUPYTER_PAI_BACKEND": "kubernetes",
+        "JUPYTER_PAI_FLAVOR": FLAVOR,
+        "JUPYTER_PAI_USER": "alice",
+        "JUPYTER_PAI_NAMESPACE": NS,
+        "KUBECONFIG": str(kube_cluster.user_kubeconfigs["alice"]),
+        "JUPYTER_DATA_DIR": str(tmp_path),
+        "JUPYTER_CONFIG_PATH": str(tmp_path / "no-config"),
+    }
+
+    def install(gpus: str) -> subprocess.CompletedProcess[str]:
+        argv = ["kernelspec", "install", "typed", "--vc", "default", "--gpus", gpus]
+        command = [sys.executable, "-m", "jupyter_pai.cli", *argv]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    refused = install("V100-16GB:1")
+    assert refused.returncode == 2, refused.stderr
+    assert "--gpus: VC default has no GPU type 'V100-16GB'" in refused.stderr
+    assert "A100-40GB (" in refused.stderr and " of 16 free)" in refused.stderr
+    assert not (tmp_path / "kernels" / "typed").exists()
+    written = install("H100-80GB:2")
+    assert written.returncode == 0, written.stderr
+    spec = json.loads((tmp_path / "kernels" / "typed" / "kernel.json").read_text())
+    assert spec["metadata"]["kernel_provisioner"]["config"]["gpu_type"] == "H100-80GB"

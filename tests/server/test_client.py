@@ -183,3 +183,22 @@ async def test_submit_notebook(client: Client, tmp_path: Path, jp_root_dir: Path
     assert executed.cells[2].outputs[0]["text"] == "x is 41\n"
     with pytest.raises(SpecError, match="submit_notebook"):
         await client.submit_async("calc.ipynb")
+
+
+async def test_a_notebooks_gpu_type_reaches_its_job(
+    client: Client, tmp_path: Path, jp_root_dir: Path
+) -> None:
+    """Through the backend and through the REST API alike; the local backend's GPUs have
+    no types, so it says the type is not placed."""
+    folder = tmp_path if client.url is None else jp_root_dir
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), folder / "t.ipynb"
+    )
+    job = await asyncio.to_thread(
+        client.submit_notebook, "t.ipynb", gpus=1, gpu_type="A100-40GB", name="typed-nb"
+    )
+    assert (
+        job.detail.spec["extras"]["hivedScheduler"]["taskRoles"]["worker"]["skuType"] == "A100-40GB"
+    )
+    assert any("'A100-40GB' is not placed" in w.message for w in job.warnings)
+    await job.wait_async(120)

@@ -141,7 +141,7 @@ async def test_info_says_local_backend(pai: PAIClient) -> None:
 
 
 async def test_images_default_catalogue(pai: PAIClient) -> None:
-    images = await pai.items("images")
+    images = (await pai.get("images"))["items"]  # the catalogue (registries beside it)
     names = [i["name"] for i in images]
     assert "pytorch-2.4" in names and "python-3.11" in names
     assert all(i["uri"] for i in images)
@@ -156,7 +156,7 @@ CATALOGUE = [
 
 @pytest.mark.parametrize("pai_extra_config", [{"PAIConfig": {"images": CATALOGUE}}])
 async def test_images_configured_catalogue(pai: PAIClient) -> None:
-    images = await pai.items("images")
+    images = (await pai.get("images"))["items"]  # the catalogue (registries beside it)
     assert [(i["name"], i["uri"], i["gpu"]) for i in images] == [
         ("mine", "registry.example/mine:1", True),
         ("cpu", "python:3.12", False),

@@ -36,14 +36,18 @@ def test_a_malformed_gpus_argument_names_the_option(text: str) -> None:
 
 
 def test_kernelspec_install_with_a_gpu_type(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The local backend's GPUs have no types: the installer says so and writes it."""
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_PAI_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("JUPYTER_PAI_LOCAL_GPUS", "2")
     assert main(["kernelspec", "install", "h100", "--vc", "research", "--gpus", "H100-80GB:2"]) == 0
     spec = json.loads((tmp_path / "kernels" / "h100" / "kernel.json").read_text())
     assert spec["display_name"] == "Python 3 — research, 2 H100-80GB"
     config = spec["metadata"]["kernel_provisioner"]["config"]
     assert (config["gpus"], config["gpu_type"]) == (2, "H100-80GB")
+    assert "VC research lists no GPU types here: any GPU will do" in capsys.readouterr().err
     assert main(["kernelspec", "install", "bad", "--vc", "research", "--gpus", "H100:"]) == 2
     assert not (tmp_path / "kernels" / "bad").exists()
 

@@ -10,7 +10,7 @@ from jupyter_pai.backends.kubernetes.flavors.kueue_queues import (
     queue_virtual_clusters,
     workload_reason,
 )
-from jupyter_pai.backends.models import Resources
+from jupyter_pai.backends.models import Resources, VirtualCluster
 from jupyter_pai.spec import parse_job
 
 GPU = "nvidia.com/gpu"
@@ -119,4 +119,22 @@ def test_admitted_deactivated_missing_and_preempted() -> None:
     evicted = {"type": "Evicted", "status": "True", "reason": "Preempted"}
     assert workload_reason(JOB, _workload(preempted, evicted), None, "a") == (
         "preempted: ClusterQueue b reclaimed the quota it lent; waiting for 4 GPUs"
+    )
+
+
+def test_a_typed_job_waits_naming_its_types_flavor_quota() -> None:
+    typed = parse_job(
+        {"name": "h", "image": "i", "command": ["c"], "gpus": "H100-80GB:2", "vc": "research"}
+    ).job
+    message = (
+        "couldn't assign flavors to pod set worker: insufficient unused quota for"
+        " nvidia.com/gpu in flavor gpu-h100-80gb, 2 more needed"
+    )
+    reserved = {"type": "QuotaReserved", "status": "False", "message": message}
+    vc = VirtualCluster(
+        name="research", capacity=Resources(gpu=4), used=Resources(gpu=2), free=Resources(gpu=2)
+    )
+    assert workload_reason(typed, _workload(reserved), vc, "research") == (
+        "waiting for 2 H100-80GB in ClusterQueue research: its quota of flavor gpu-h100-80gb"
+        " is in use, 2 more needed"
     )

@@ -142,7 +142,10 @@ def condition(obj: Obj, kind: str) -> dict[str, Any]:
     return {}
 
 
-_QUOTA = re.compile(r"insufficient (?:unused )?quota for (?P<resource>[\w./-]+)")
+_QUOTA = re.compile(
+    r"insufficient (?:unused )?quota for (?P<resource>[\w./-]+)"
+    r"(?: in flavor (?P<flavor>[\w.-]+))?(?:, (?P<more>\d+) more needed)?"
+)
 _PREEMPTOR = re.compile(r"preemptor path: [^;]*?/(?P<queue>[\w.-]+)(?:;|$|\s)")
 
 
@@ -175,7 +178,16 @@ def workload_reason(
             return f"preempted: {who} reclaimed the quota it lent; waiting for {need} GPUs"
         return f"preempted by Kueue: {message}"
     message = str(condition(workload, "QuotaReserved").get("message") or "")
-    if _QUOTA.search(message) and vc is not None:
+    quota = _QUOTA.search(message)
+    typed = sorted({t for r in job.task_roles if (t := job.gpu_type(r))})
+    if quota and quota["flavor"] and typed:
+        # A flavor per GPU type (the chart's gpuTypes): the VC's total would mislead.
+        more = f", {quota['more']} more needed" if quota["more"] else ""
+        return (
+            f"waiting for {need} {'/'.join(typed)} in ClusterQueue {name}: its quota of"
+            f" flavor {quota['flavor']} is in use{more}"
+        )
+    if quota and vc is not None:
         return (
             f"ClusterQueue {name}: {vc.used.gpu} of {vc.capacity.gpu} GPUs reserved, needs {need}"
         )
