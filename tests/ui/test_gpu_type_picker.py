@@ -12,18 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 from playwright.sync_api import expect
 
 from tests.cluster import manifests
 from tests.cluster.pytest_plugin import TestCluster, kube_cluster
 
-from .conftest import Lab, open_page, open_panel, run_lab, shot
+from .conftest import Lab, open_page, open_panel, shot
+from .kubelab import alice_lab
 
 __all__ = ["kube_cluster"]
 
 pytestmark = pytest.mark.kube
-OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
 A100 = "A100-40GB"
 H100 = "H100-80GB"
 SKU_PATH = "extras.hivedScheduler.taskRoles.worker.skuType"
@@ -33,24 +32,10 @@ SKU_PATH = "extras.hivedScheduler.taskRoles.worker.skuType"
 def gpu_lab(kube_cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab whose jupyter-pai talks to the test cluster as alice, native flavor, its
     pods on the simulated GPU pool (the typed nodes)."""
-    config = {
-        "PAIConfig": {"backend": "kubernetes"},
-        "KubernetesBackend": {
-            "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
-            "flavor": "native",
-            "user": "alice",
-            "node_selector": {manifests.POOL_LABEL: "gpu"},
-        },
-    }
-    with run_lab(tmp_path_factory.mktemp("gpu-type-lab"), server_config=config) as lab:
+    with alice_lab(
+        kube_cluster, tmp_path_factory.mktemp("gpu-type-lab"), {manifests.POOL_LABEL: "gpu"}
+    ) as lab:
         yield lab
-    api = kube_cluster.api()
-    core = client.CoreV1Api(api)
-    client.BatchV1Api(api).delete_collection_namespaced_job(
-        "alice", label_selector=OWNED, propagation_policy="Background"
-    )
-    core.delete_collection_namespaced_config_map("alice", label_selector=OWNED)
-    core.delete_collection_namespaced_pod("alice", label_selector=OWNED, grace_period_seconds=0)
 
 
 @pytest.fixture

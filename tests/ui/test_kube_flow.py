@@ -10,18 +10,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
 from playwright.sync_api import expect
 
 from tests.cluster import manifests
 from tests.cluster.pytest_plugin import TestCluster, kube_cluster
 
-from .conftest import Lab, job_row, open_page, open_panel, run_lab, shot
+from .conftest import Lab, job_row, open_page, open_panel, shot
+from .kubelab import alice_lab
 
 __all__ = ["kube_cluster"]
 
 pytestmark = pytest.mark.kube
-OWNED = "app.kubernetes.io/managed-by=jupyter-pai"
 COMMAND = "for i in 1 2 3 4 5 6; do echo step $i; sleep 1; done"
 
 
@@ -29,24 +28,10 @@ COMMAND = "for i in 1 2 3 4 5 6; do echo step $i; sleep 1; done"
 def kube_lab(kube_cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab whose jupyter-pai talks to the test cluster as user alice (namespace
     alice), native flavor, pods on the runner node (where they really run)."""
-    config = {
-        "PAIConfig": {"backend": "kubernetes"},
-        "KubernetesBackend": {
-            "kubeconfig": str(kube_cluster.user_kubeconfigs["alice"]),
-            "flavor": "native",
-            "user": "alice",
-            "node_selector": {manifests.RUNNER_LABEL: "true"},
-        },
-    }
-    with run_lab(tmp_path_factory.mktemp("kube-lab"), server_config=config) as lab:
+    with alice_lab(
+        kube_cluster, tmp_path_factory.mktemp("kube-lab"), {manifests.RUNNER_LABEL: "true"}
+    ) as lab:
         yield lab
-    api = kube_cluster.api()
-    core = client.CoreV1Api(api)
-    client.BatchV1Api(api).delete_collection_namespaced_job(
-        "alice", label_selector=OWNED, propagation_policy="Background"
-    )
-    core.delete_collection_namespaced_config_map("alice", label_selector=OWNED)
-    core.delete_collection_namespaced_pod("alice", label_selector=OWNED, grace_period_seconds=0)
 
 
 @pytest.fixture

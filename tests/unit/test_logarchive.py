@@ -191,3 +191,17 @@ async def test_no_range_or_tail_of_a_kept_log_shows_part_of_a_secret() -> None:
     for n in range(raw.count(b"\n") + 3):
         _, got = await read(tail=n)
         assert got == shown(raw, tail_start(raw, n), len(raw), secrets=values), n
+
+
+async def test_draining_cancels_every_archive_still_under_way() -> None:
+    """Archives that outlast the drain's wait are cancelled, however they end meanwhile."""
+    views: Any = SimpleNamespace(cache={}, namespace="alice")
+    archiver = LogArchiver(views, lambda: _Rest(), logging.getLogger("test"))
+    started = [asyncio.get_running_loop().create_task(asyncio.sleep(60)) for _ in range(3)]
+    for task in started:
+        archiver._tasks.add(task)
+        task.add_done_callback(archiver._tasks.discard)
+    await archiver.drain(timeout=0.05)
+    assert all(t.cancelled() for t in started)
+    await asyncio.sleep(0)
+    assert not archiver._tasks

@@ -282,7 +282,8 @@ class LogArchiver:
         """Finish the archives under way (a process that exits keeps what it started)."""
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
-        for task in self._tasks:
+        # A copy: each task leaves the set as it ends, while this loop awaits the others.
+        for task in list(self._tasks):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
