@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel
 
 from .backends.base import Backend, LogQuery
+from .backends.gputypes import UNKNOWN
 from .backends.models import (
     FieldWarning,
     JobDetail,
@@ -406,7 +407,7 @@ async def check_gpu_type(connection: BackendConnection, vc: str, gpu_type: str) 
         print(f"warning: cannot check GPU type {gpu_type!r} now: {error}", file=sys.stderr)
         return
     found = next((v for v in vcs if v.name == vc), None)
-    types = [t for t in found.gpu_types if t.name != "unknown"] if found else []
+    types = [t for t in found.gpu_types if t.name != UNKNOWN] if found else []
     if found is None or not types:
         print(f"warning: VC {vc} lists no GPU types here: any GPU will do", file=sys.stderr)
         return

@@ -408,3 +408,18 @@ def push_image(
     return PushedImage(
         digest=digest, size=layer["size"] + config_desc["size"], uri=uri, created=created
     )
+
+
+def image_job(image: str, name: str = "img") -> str:
+    """A one-task protocol-v2 job (YAML) whose task runs ``image``, as the tests submit it."""
+    return f"""
+protocolVersion: 2
+name: {name}
+type: job
+prerequisites: [{{name: img, type: dockerimage, uri: "{image}"}}]
+taskRoles:
+  worker:
+    dockerImage: img
+    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
+    commands: [echo ran]
+"""

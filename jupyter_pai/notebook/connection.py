@@ -167,7 +167,10 @@ class BackendConnection(Connection):
     async def images(self) -> ImageChoices:
         policy = self.image_policy()
         if policy.catalogue is not None:
-            await policy.catalogue.refresh()
+            # Listed in the background from the first ask on; that ask waits for a whole
+            # first round, later ones answer from the lists at once.
+            policy.catalogue.start()
+            await policy.catalogue.ready(policy.catalogue.round_timeout)
         return await image_choices(policy, await self.backend())
 
     async def storages(self) -> list[Storage]:

@@ -164,8 +164,9 @@ def with_node_counts(repository: ImageRepository, held: Mapping[str, int]) -> Im
     forms, Docker Hub names in full: ``docker.io/library/python:3.11``)."""
     tags = []
     for tag in repository.tags:
-        names = {tag.uri, ImageReference.parse(tag.uri).uri}
+        reference = ImageReference.parse(tag.uri)
+        names = {tag.uri, reference.uri}
         if tag.digest:
-            names |= {f"{n.rsplit(':', 1)[0]}@{tag.digest}" for n in names}
+            names |= {f"{name}@{tag.digest}" for name in (repository.uri, reference.name)}
         tags.append(tag.model_copy(update={"nodes_with_image": max(held.get(n, 0) for n in names)}))
     return repository.model_copy(update={"tags": tags})

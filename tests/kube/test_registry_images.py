@@ -25,7 +25,7 @@ from jupyter_pai.submission.images import image_choices, image_policy
 from tests.cluster import kube
 from tests.cluster.pytest_plugin import TestCluster
 from tests.kube.test_backend_jobs import _cleanup, make_backend
-from tests.registry import PushedImage, Registry, push_image, running_registry
+from tests.registry import PushedImage, Registry, image_job, push_image, running_registry
 
 pytestmark = pytest.mark.kube
 NS = "alice"
@@ -95,27 +95,13 @@ async def eventually(find: Callable[[], client.V1Pod | None], timeout: float) ->
     return found
 
 
-def job(image: str, name: str) -> str:
-    return f"""
-protocolVersion: 2
-name: {name}
-type: job
-prerequisites: [{{name: img, type: dockerimage, uri: "{image}"}}]
-taskRoles:
-  worker:
-    dockerImage: img
-    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
-    commands: [echo ran]
-"""
-
-
 async def test_a_private_registrys_pods_pull_with_its_secret(
     kube_cluster: TestCluster, backend: KubernetesBackend, pushed: PushedImage
 ) -> None:
     from jupyter_pai.spec import parse_job
 
-    private = await backend.submit(parse_job(job(pushed.uri, "private")).job)
-    public = await backend.submit(parse_job(job("python:3.11-slim", "public")).job)
+    private = await backend.submit(parse_job(image_job(pushed.uri, "private")).job)
+    public = await backend.submit(parse_job(image_job("python:3.11-slim", "public")).job)
     core = kube.core(kube_cluster.api())
 
     def pod_of(job_id: str) -> client.V1Pod | None:

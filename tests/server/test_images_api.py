@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from jupyter_pai.cli import main
-from tests.registry import PushedImage, Registry, push_image, running_registry
+from tests.registry import PushedImage, Registry, image_job, push_image, running_registry
 
 from .pai import PAIClient
 
@@ -61,20 +61,6 @@ def pai_extra_config(
     return {"PAIConfig": settings}
 
 
-def job(image: str, name: str) -> str:
-    return f"""
-protocolVersion: 2
-name: {name}
-type: job
-prerequisites: [{{name: img, type: dockerimage, uri: "{image}"}}]
-taskRoles:
-  worker:
-    dockerImage: img
-    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
-    commands: [echo ran]
-"""
-
-
 async def test_the_pickers_answer_lists_the_registrys_repositories_and_tags(
     pai: PAIClient, registry: Registry, pushed: dict[str, PushedImage]
 ) -> None:
@@ -101,12 +87,12 @@ async def test_the_pickers_answer_lists_the_registrys_repositories_and_tags(
 async def test_a_tag_the_registry_lacks_is_a_400_naming_the_field_and_the_closest(
     pai: PAIClient, registry: Registry, pushed: dict[str, PushedImage]
 ) -> None:
-    r = await pai.post_job(job(f"{registry.host}/team/pytorch:2.5", "typo"))
+    r = await pai.post_job(image_job(f"{registry.host}/team/pytorch:2.5", "typo"))
     assert r.code == 400, r
     [error] = r.json()["errors"]
     assert error["path"] == "prerequisites.0.uri"
     assert "2.5" in error["message"] and "2.4" in error["message"]
-    r = await pai.post_job(job(f"{registry.host}/team/nothing:1", "norepo"))
+    r = await pai.post_job(image_job(f"{registry.host}/team/nothing:1", "norepo"))
     assert r.code == 400, r
     assert r.json()["errors"][0]["path"] == "prerequisites.0.uri"
     assert await pai.jobs() == []  # nothing was created
@@ -115,8 +101,8 @@ async def test_a_tag_the_registry_lacks_is_a_400_naming_the_field_and_the_closes
 async def test_an_existing_tag_and_an_image_of_an_unlisted_registry_are_submitted(
     pai: PAIClient, pushed: dict[str, PushedImage]
 ) -> None:
-    listed = await pai.submit(job(pushed["2.3"].uri, "listed"))
-    typed = await pai.submit(job(NGC, "typed"))
+    listed = await pai.submit(image_job(pushed["2.3"].uri, "listed"))
+    typed = await pai.submit(image_job(NGC, "typed"))
     assert listed["spec"]["prerequisites"][0]["uri"] == pushed["2.3"].uri
     assert typed["spec"]["prerequisites"][0]["uri"] == NGC
 
@@ -126,12 +112,12 @@ async def test_without_custom_images_only_listed_images_are_submitted(
     pai: PAIClient, pushed: dict[str, PushedImage]
 ) -> None:
     assert (await pai.get("images"))["customImages"] is False
-    r = await pai.post_job(job(NGC, "typed"))
+    r = await pai.post_job(image_job(NGC, "typed"))
     assert r.code == 400, r
     assert r.json()["errors"][0]["path"] == "prerequisites.0.uri"
     assert "custom images are turned off" in r.json()["errors"][0]["message"]
-    await pai.submit(job(pushed["2.4"].uri, "listed"))
-    await pai.submit(job("python:3.11-slim", "catalogue"))
+    await pai.submit(image_job(pushed["2.4"].uri, "listed"))
+    await pai.submit(image_job("python:3.11-slim", "catalogue"))
 
 
 async def test_a_registry_that_goes_down_keeps_its_last_list_and_says_so(
@@ -156,7 +142,7 @@ async def test_a_registry_that_goes_down_keeps_its_last_list_and_says_so(
         assert listed >= dt.datetime.fromisoformat(first["registries"][0]["listedAt"])
         assert answer["repositories"] == first["repositories"]  # the last list stays
         # Nothing can be said about a tag now: the submission goes through.
-        await pai.submit(job(f"{registry.host}/team/pytorch:2.4", "while-down"))
+        await pai.submit(image_job(f"{registry.host}/team/pytorch:2.4", "while-down"))
     finally:
         registry.start()
 

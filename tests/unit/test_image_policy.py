@@ -14,26 +14,13 @@ from jupyter_pai.cli import main
 from jupyter_pai.errors import SpecError
 from jupyter_pai.spec import parse_job
 from jupyter_pai.submission.images import ImagePolicy
+from tests.registry import image_job
 
 STATIC = [
     {"name": "pytorch-2.4", "uri": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime"},
     {"name": "python-3.11", "uri": "python:3.11-slim"},
 ]
 NGC = "nvcr.io/nvidia/pytorch:24.05-py3"
-
-
-def job(image: str) -> str:
-    return f"""
-protocolVersion: 2
-name: img
-type: job
-prerequisites: [{{name: img, type: dockerimage, uri: "{image}"}}]
-taskRoles:
-  worker:
-    dockerImage: img
-    resourcePerInstance: {{cpu: 1, memoryMB: 512, gpu: 0}}
-    commands: [echo hi]
-"""
 
 
 def test_names_resolve_and_any_reference_passes_by_default() -> None:
@@ -61,9 +48,9 @@ async def test_without_custom_images_only_the_catalogue_and_listed_registries_pa
     assert "custom images are turned off" in error.value.errors[0].message
     assert "pytorch-2.4, python-3.11" in error.value.errors[0].message
 
-    refused = await policy.errors(parse_job(job(NGC)).job)
+    refused = await policy.errors(parse_job(image_job(NGC)).job)
     assert [e.path for e in refused] == ["prerequisites.0.uri"]
-    assert await policy.errors(parse_job(job("python:3.11-slim")).job) == []
+    assert await policy.errors(parse_job(image_job("python:3.11-slim")).job) == []
 
 
 @pytest.mark.parametrize(

@@ -486,7 +486,8 @@ class KubernetesBackend(Backend):
         return await registries.secret_credentials(self._rest(), self.namespace, secret, host)
 
     async def images_on_gpu_nodes(self) -> dict[str, int] | None:
-        return await registries.images_on_gpu_nodes(self._rest(), self.gpu_resource)
+        # The nodes the GPU types are read from (kept a while): not a LIST per picker.
+        return registries.gpu_node_images(await self.gpu_types.nodes(), self.gpu_resource)
 
     def _pod_gpus(self, pod: Obj) -> int:
         held = self.scheduler_flavor.pod_gpus(pod)

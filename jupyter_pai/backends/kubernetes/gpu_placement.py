@@ -184,8 +184,13 @@ class ClusterGpuTypes:
             raise typed(error) from None
         return time.monotonic(), list(nodes.get("items") or [])
 
-    async def types(self) -> list[GpuTypeCapacity]:
+    async def nodes(self) -> list[Manifest]:
+        """The cluster's Node objects, as last read."""
         _, nodes = await self._cache.get()
+        return nodes
+
+    async def types(self) -> list[GpuTypeCapacity]:
+        nodes = await self.nodes()
         self.last = cluster_gpu_types(nodes)
         return self.last
 

@@ -12,7 +12,7 @@ from typing import Any
 from ...errors import NotFound
 from ..registryauth import Credentials, credentials_for
 from . import quantities
-from .resources import NODE, SECRET
+from .resources import SECRET
 from .rest import ApiError, Rest, path, typed
 
 
@@ -56,11 +56,3 @@ def gpu_node_images(nodes: list[dict[str, Any]], gpu_resource: str) -> dict[str,
         names = {n for image in status.get("images") or [] for n in image.get("names") or []}
         counts.update(names)
     return dict(counts)
-
-
-async def images_on_gpu_nodes(rest: Rest, gpu_resource: str) -> dict[str, int]:
-    try:
-        nodes = await rest.get(path(NODE, None))
-    except ApiError as error:
-        raise typed(error) from None
-    return gpu_node_images(nodes.get("items") or [], gpu_resource)
