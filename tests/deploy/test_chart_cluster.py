@@ -15,6 +15,7 @@ from kubernetes import client, dynamic
 from kubernetes.client.exceptions import ApiException
 
 from jupyter_pai.backends.kubernetes import permissions
+from jupyter_pai.backends.kubernetes.flavors.volcano_queues import queue_manifest
 from tests.cluster.pytest_plugin import TestCluster
 
 from .chart import Manifest, flavor_values, objects, template
@@ -139,14 +140,21 @@ def _vcjob(name: str, queue: str) -> Manifest:
     }
 
 
-def _label(core: Any, namespace: str, value: str | None) -> None:
-    core.patch_namespace(namespace, {"metadata": {"labels": {"jupyter-pai/vc.research": value}}})
+QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
+
+
+def _label(core: Any, namespace: str, value: str | None, vc: str = "research") -> None:
+    core.patch_namespace(namespace, {"metadata": {"labels": {f"jupyter-pai/vc.{vc}": value}}})
 
 
 def test_volcano_queue_policy(
     kube_cluster: TestCluster, applied: Callable[[list[Manifest]], None]
 ) -> None:
-    docs = objects(template(flavor_values("volcano")))
+    # research split by GPU type: its type queues count as research.
+    values = flavor_values("volcano")
+    values["gpuTypes"] = {"H100-80GB": {"product": "NVIDIA-H100-80GB-HBM3"}}
+    values["virtualClusters"]["typed"] = {"gpuTypes": {"H100-80GB": 2}}
+    docs = objects(template(values))
     policy = _named(docs, "jupyter-pai-volcano-queues")
     assert [d["kind"] for d in policy] == [
         "ValidatingAdmissionPolicy",
@@ -169,11 +177,15 @@ def test_volcano_queue_policy(
             "batch.volcano.sh", "v1alpha1", "bob", "jobs", made["metadata"]["name"]
         )
 
+    typed_queue = queue_manifest("typed", 2, gpu_type="H100-80GB")
+    admin.create_cluster_custom_object(*QUEUES, typed_queue)
     applied(policy)
     try:
         error = _until_refused(create("research"), undo, by="may not use virtual cluster")
         assert error.status == 403, error.body
         assert "may not use virtual cluster research" in str(error.body)
+        error = _refused(create("typed-h100-80gb"))
+        assert error.status == 403 and "may not use virtual cluster typed " in str(error.body)
         # The open VC stays open to every namespace.
         undo(create("default")())
         # A bare pod Volcano schedules names its queue in an annotation: held alike.
@@ -202,8 +214,20 @@ def test_volcano_queue_policy(
             except ApiException:
                 assert time.monotonic() < deadline, "the namespace's label was never seen"
                 time.sleep(0.5)
+        # A type queue is its VC's: the VC's label allows it.
+        _label(core, "bob", "true", vc="typed")
+        deadline = time.monotonic() + POLICY_WAIT
+        while True:
+            try:
+                undo(create("typed-h100-80gb")())
+                break
+            except ApiException:
+                assert time.monotonic() < deadline, "the namespace's label was never seen"
+                time.sleep(0.5)
     finally:
         _label(core, "bob", None)
+        _label(core, "bob", None, vc="typed")
+        admin.delete_cluster_custom_object(*QUEUES, typed_queue["metadata"]["name"])
 
 
 def _hub_client(kube_cluster: TestCluster, namespace: str, name: str) -> Any:

@@ -1,6 +1,6 @@
 """The chart's per-GPU-type quotas without a cluster: on kueue a ResourceFlavor per type
-(per product of a type of several) and each typed VC's quota per flavor; elsewhere the
-VC's total with a note that per-type quotas need kueue; bad types refused naming the
+(per product of a type of several) and each typed VC's quota per flavor; on volcano a
+queue per VC and type; elsewhere the VC's total with a note saying where they hold; bad types refused naming the
 field. Without `gpuTypes` the chart renders as the golden files of test_chart say."""
 
 from __future__ import annotations
@@ -101,14 +101,38 @@ def test_kueue_type_of_several_products_has_a_flavor_per_product() -> None:
     assert [q["nominalQuota"] for q in got.values()] == ["4", "2", "2"]
 
 
-@pytest.mark.parametrize("flavor", ["volcano", "native"])
-def test_other_flavors_hold_the_total(flavor: str) -> None:
-    docs = objects(template(typed_values(flavor)))
-    if flavor == "volcano":
-        assert named(docs, "Queue", "research")["spec"]["capability"] == {"nvidia.com/gpu": "8"}
-    else:
-        quota = named(docs, "ResourceQuota", "vc-research")
-        assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "8"}
+def test_volcano_queue_per_vc_and_type() -> None:
+    docs = objects(template(typed_values("volcano")))
+    queues = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Queue"}
+    # research is split: no queue of its own, one per type; default stays one queue.
+    assert set(queues) == {"default", "research-a100-40gb", "research-h100-80gb"}
+    for name, vc_type, gpus in [
+        ("research-a100-40gb", "A100-40GB", "6"),
+        ("research-h100-80gb", "H100-80GB", "2"),
+    ]:
+        q = queues[name]
+        labels = q["metadata"]["labels"]
+        assert labels["jupyter-pai.io/virtual-cluster"] == "research"
+        assert labels["jupyter-pai.io/gpu-type"] == vc_type
+        share = {"nvidia.com/gpu": gpus}
+        assert q["spec"]["deserved"] == share
+        assert q["spec"]["capability"] == share  # borrow: false
+        assert q["spec"]["guarantee"] == {"resource": share}  # lend: false
+    assert "jupyter-pai.io/gpu-type" not in queues["default"]["metadata"]["labels"]
+
+
+def test_volcano_type_of_several_products_sums_them() -> None:
+    values = typed_values("volcano")
+    values["gpuTypes"]["A100-40GB"] = {"products": [A100, A100_PCIE]}
+    values["virtualClusters"]["research"]["gpuTypes"]["A100-40GB"] = {A100: 4, A100_PCIE: 2}
+    docs = objects(template(values))
+    assert named(docs, "Queue", "research-a100-40gb")["spec"]["deserved"] == {"nvidia.com/gpu": "6"}
+
+
+def test_native_holds_the_total() -> None:
+    docs = objects(template(typed_values("native")))
+    quota = named(docs, "ResourceQuota", "vc-research")
+    assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "8"}
     assert not [d for d in docs if d["kind"] == "ResourceFlavor"]
 
 
@@ -139,8 +163,13 @@ def test_notes_say_where_per_type_quotas_hold(flavor: str, tmp_path: Path) -> No
         assert "per-type quotas in the ClusterQueues of research" in notes
     elif flavor == "hived":
         assert "no per-type quotas from gpuTypes on hived: HiveD's types are its SKUs" in notes
+    elif flavor == "volcano":
+        assert "Per-GPU-type quotas for research: a Volcano queue per VC and type" in notes
     else:
-        assert f"per-GPU-type quotas need flavor kueue. On {flavor} the VCs research" in notes
+        assert (
+            f"per-GPU-type quotas need flavor kueue or volcano. On {flavor} the VCs research"
+            in notes
+        )
     # Without gpuTypes: no word of them.
     plain = _notes(flavor_values(flavor), tmp_path / "plain")
     assert "gpuTypes" not in plain and "GPU type" not in plain

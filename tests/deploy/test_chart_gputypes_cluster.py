@@ -1,8 +1,9 @@
-"""The chart's per-GPU-type quotas held by the test cluster's Kueue: a VC rendered with
+"""The chart's per-GPU-type quotas held by the test cluster's Kueue and Volcano. Kueue: a VC rendered with
 `A100-40GB: 2, H100-80GB: 2` admits an H100 job of 2 GPUs, keeps a second one waiting on
 the H100 flavor's quota (its Workload not admitted, Kueue naming the flavor), and still
 admits an A100 job of 2, each on its type's nodes (gpu-0/1 A100-40GB, gpu-2/3 H100-80GB).
-Jobs go through the backend, as a user's server submits them."""
+Volcano: a queue per type, the same jobs each in its type's queue. Jobs go through the
+backend, as a user's server submits them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from jupyter_pai.backends.kubernetes import KubernetesBackend
 from jupyter_pai.backends.kubernetes.naming import LABEL_JOB, JobNames
 from jupyter_pai.backends.models import JobState
+from jupyter_pai.errors import SpecError
 from jupyter_pai.spec import parse_job
 from tests.cluster import kube
 from tests.cluster import kueue as cluster_kueue
@@ -187,5 +189,111 @@ async def test_kueue_holds_a_quota_per_gpu_type(kube_cluster: TestCluster, typed
         workload = _workload(kube_cluster, second_base)
         assert _condition(workload, "QuotaReserved")["status"] == "False"
         assert (await b.get_job(second.id)).state == JobState.WAITING
+    finally:
+        await b.close()
+
+
+VOLCANO_QUEUES = ("scheduling.volcano.sh", "v1beta1", "queues")
+
+
+@pytest.fixture
+def volcano_typed_vc(kube_cluster: TestCluster) -> Iterator[str]:
+    """The chart's queues of a Volcano VC of 2 A100s and 2 H100s (a queue per type, held
+    to its share: borrow and lend off), named for this test so the cluster's VCs stay."""
+    vc = f"typed-{uuid.uuid4().hex[:6]}"
+    values = flavor_values("volcano")
+    values["gpuTypes"] = GPU_TYPES
+    values["virtualClusters"] = {
+        vc: {"gpuTypes": {"A100-40GB": 2, "H100-80GB": 2}, "borrow": False, "lend": False}
+    }
+    values["openVirtualClusters"] = [vc]
+    docs = objects(template(values))
+    queues = [
+        d for d in docs if d["kind"] == "Queue" and d["metadata"]["name"].startswith(f"{vc}-")
+    ]
+    assert sorted(q["metadata"]["name"] for q in queues) == [f"{vc}-a100-40gb", f"{vc}-h100-80gb"]
+    api = kube_cluster.api()
+    _cleanup(kube_cluster, NS)
+    kube.apply(api, queues)
+    try:
+        yield vc
+    finally:
+        _cleanup(kube_cluster, NS)
+        custom = kube.custom(api)
+        for q in queues:
+            deadline = time.monotonic() + 30
+            while True:  # a queue is refused deletion while it holds jobs' pod groups
+                try:
+                    custom.delete_cluster_custom_object(*VOLCANO_QUEUES, q["metadata"]["name"])
+                    break
+                except ApiException as error:
+                    if error.status == 404:
+                        break
+                    assert time.monotonic() < deadline, error.body
+                    time.sleep(0.5)
+
+
+def _vcjob_queue(cluster: TestCluster, base: str) -> str:
+    custom: Any = client.CustomObjectsApi(cluster.api())
+    job = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NS, "jobs", base)
+    return str(job["spec"]["queue"])
+
+
+async def test_volcano_holds_a_quota_per_gpu_type(
+    kube_cluster: TestCluster, volcano_typed_vc: str
+) -> None:
+    vc = volcano_typed_vc
+    b = make_backend(kube_cluster, "volcano", node_selector=GPU_POOL)
+    await b.start()
+    try:
+        vcs = {v.name: v for v in await b.virtual_clusters()}
+        # One VC, not two queues: its types as rows, each its queue's share.
+        assert f"{vc}-a100-40gb" not in vcs and f"{vc}-h100-80gb" not in vcs
+        assert vcs[vc].guaranteed_gpus == 4
+        rows = {t.name: (t.capacity, t.used, t.free) for t in vcs[vc].gpu_types}
+        assert rows == {"A100-40GB": (2, 0, 2), "H100-80GB": (2, 0, 2)}
+
+        # A job of the VC asking GPUs of no type is refused, naming the field and types.
+        with pytest.raises(SpecError) as refused:
+            await b.submit(_job("untyped", "2", vc))
+        [error] = refused.value.errors
+        assert error.path.endswith(".skuType")
+        assert f"virtual cluster {vc} holds its GPUs per type (A100-40GB, H100-80GB)" in (
+            error.message
+        )
+
+        first = await b.submit(_job("h100-first", "H100-80GB:2", vc))
+        await wait_for(b, first.id, lambda d: d.state == JobState.RUNNING, 60)
+        first_base = _base(b, first.id)
+        assert _vcjob_queue(kube_cluster, first_base) == f"{vc}-h100-80gb"
+        assert _nodes(kube_cluster, first_base) <= H100_NODES
+
+        # The VC has 2 GPUs unused, but they are the A100 queue's: the second H100 job
+        # waits in its type's queue, saying so.
+        second = await b.submit(_job("h100-second", "H100-80GB:2", vc))
+        waiting = await wait_for(
+            b, second.id, lambda d: "H100-80GB" in (d.waiting_reason or ""), 30
+        )
+        print(f"\nsecond H100 job: {waiting.waiting_reason}")
+        assert waiting.state == JobState.WAITING
+        assert waiting.waiting_reason == f"waiting for 2 H100-80GB in VC {vc}: 0 of 2 free"
+        assert not _nodes(kube_cluster, _base(b, second.id))
+
+        # The A100 share is still there for an A100 job.
+        a100 = await b.submit(_job("a100", "A100-40GB:2", vc))
+        await wait_for(b, a100.id, lambda d: d.state == JobState.RUNNING, 60)
+        a100_base = _base(b, a100.id)
+        assert _vcjob_queue(kube_cluster, a100_base) == f"{vc}-a100-40gb"
+        assert _nodes(kube_cluster, a100_base) <= A100_NODES
+
+        vcs = {v.name: v for v in await b.virtual_clusters()}
+        rows = {t.name: (t.capacity, t.used, t.free) for t in vcs[vc].gpu_types}
+        assert rows == {"A100-40GB": (2, 2, 0), "H100-80GB": (2, 2, 0)}
+        assert vcs[vc].running_jobs == 2 and vcs[vc].queued_jobs == 1
+        assert (await b.get_job(second.id)).state == JobState.WAITING
+
+        # The first H100 job stopped, the second runs in its place.
+        await b.stop_job(first.id)
+        await wait_for(b, second.id, lambda d: d.state == JobState.RUNNING, 90)
     finally:
         await b.close()

@@ -211,6 +211,7 @@ class KubernetesBackend(Backend):
         cls = FLAVORS[self.flavor]
         self.scheduler_flavor: Flavor = cls(self.options, settings.get(cls.settings_type))
         self.views = JobViews(self.scheduler_flavor, self.namespace)
+        self.scheduler_flavor.cluster_objects = self.views.objects
         self.cache = self.views.cache
         # Every flavor but hived (HiveD's SKU is the type) places GPU types on nodes.
         self.gpu_types = gpu_placement.ClusterGpuTypes(self._rest)

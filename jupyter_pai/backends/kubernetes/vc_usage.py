@@ -70,6 +70,19 @@ def cluster_total(nodes: list[Obj], gpu: str = GPU) -> Resources:
 
 def add_gpu_types(vcs: list[VirtualCluster], types: list[GpuTypeUsage]) -> None:
     """Every VC's GPU types where VCs are not tied to nodes (every flavor but hived): the
-    cluster's, each VC's own quota still applying on top."""
+    cluster's, each VC's own quota still applying on top. A VC whose types the flavor
+    listed (a quota per type) keeps them, each no larger nor freer than the cluster's."""
+    cluster = {t.name: t for t in types}
     for vc in vcs:
-        vc.gpu_types = [t.model_copy() for t in types]
+        if not vc.gpu_types:
+            vc.gpu_types = [t.model_copy() for t in types]
+            continue
+        for row in vc.gpu_types:
+            found = cluster.get(row.name)
+            if found is None:
+                row.capacity = min(row.capacity, row.used)
+                row.free = 0
+                continue
+            row.product = row.product or found.product
+            row.capacity = min(row.capacity, found.capacity)
+            row.free = max(0, min(row.free, found.free, row.capacity - row.used))

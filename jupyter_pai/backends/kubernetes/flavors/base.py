@@ -150,6 +150,9 @@ class Flavor:
         #: The cluster's GPU types' use now, by name (set by the backend where the flavor
         #: places types on nodes): what a typed job's waiting reason counts.
         self.gpu_usage: Callable[[], Mapping[str, GpuTypeUsage]] | None = None
+        #: The watched objects of :attr:`cluster_kinds` (set by the backend): what a build
+        #: reads where the scheduler's own objects decide a field (Volcano's type queues).
+        self.cluster_objects: ObjectsOf | None = None
 
     @property
     def own_kinds(self) -> tuple[Kind, ...]:

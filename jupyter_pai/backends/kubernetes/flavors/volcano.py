@@ -24,16 +24,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ....errors import FieldError, SpecError
 from ....spec.protocol import JobProtocol
 from ...completion_policy import Decision
 from ...models import JobState, JobSummary, Resources, VirtualCluster
 from .. import vc_usage
+from ..gpu_placement import sku_field, typed_roles, waiting_for
 from ..naming import JobNames, base_labels
 from ..pods import Manifest
 from ..resources import Kind
 from ..states import Ending
 from .base import Built, Flavor, ObjectsOf, StopStep, Waiting, companions, primary_metadata
-from .volcano_queues import VOLCANO_QUEUE, preemption_reason, queue_virtual_clusters
+from .volcano_queues import VOLCANO_QUEUE, preemption_reason, queue_virtual_clusters, type_queues
 
 VOLCANO_JOB = Kind("batch.volcano.sh/v1alpha1", "Job", "jobs")
 VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
@@ -165,7 +167,7 @@ class VolcanoFlavor(Flavor):
             "metadata": primary_metadata(job, names, self.name),
             "spec": {
                 "schedulerName": SCHEDULER,
-                "queue": job.virtual_cluster,
+                "queue": self.queue(job),
                 "minAvailable": job.total_instances if gang else 1,
                 "maxRetry": job.job_retry_count or UNLIMITED_RESTARTS,
                 "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
@@ -186,6 +188,82 @@ class VolcanoFlavor(Flavor):
 
     def stop_steps(self, primary: Manifest, names: JobNames) -> list[StopStep]:
         return [_command(primary, names, "AbortJob", "StoppedByUser", f"stopped by {names.user}")]
+
+    def split(self, vc: str) -> dict[str, str]:
+        """GPU type → queue, where ``vc`` is split by type (else empty)."""
+        if self.cluster_objects is None:
+            return {}
+        return type_queues(self.cluster_objects(VOLCANO_QUEUE)).get(vc, {})
+
+    def queue(self, job: JobProtocol) -> str:
+        """The job's queue: its VC's, or where the VC is split by GPU type (a queue per
+        type), the queue of the one type its GPU roles name; a SpecError naming the field
+        where the job names none, several, or one the VC holds no share of. A job with no
+        GPUs goes into the first type's queue (it takes none of its quota)."""
+        vc = job.virtual_cluster
+        split = self.split(vc)
+        if not split:
+            return vc
+        have = ", ".join(sorted(split))
+        typed = typed_roles(job)
+        gpu_roles = [r for r, s in job.task_roles.items() if s.resource_per_instance.gpu > 0]
+        untyped = [r for r in gpu_roles if r not in typed]
+        if untyped:
+            raise SpecError(
+                [
+                    FieldError(
+                        sku_field(untyped[0]),
+                        f"virtual cluster {vc} holds its GPUs per type ({have}): name the "
+                        f"type, e.g. gpuType: {min(split)} or --gpus {min(split)}:N",
+                    )
+                ]
+            )
+        names = sorted(set(typed.values()))
+        for role, name in typed.items():
+            if name not in split:
+                raise SpecError(
+                    [
+                        FieldError(
+                            sku_field(role),
+                            f"virtual cluster {vc} holds no {name} GPUs; its types: {have}",
+                        )
+                    ]
+                )
+        if len(names) > 1:
+            role = next(r for r, n in typed.items() if n == names[1])
+            raise SpecError(
+                [
+                    FieldError(
+                        sku_field(role),
+                        f"on volcano a job of virtual cluster {vc} takes one GPU type (a "
+                        f"queue per type): its roles name {' and '.join(names)}",
+                    )
+                ]
+            )
+        return split[names[0]] if names else split[min(split)]
+
+    def check_virtual_cluster(
+        self, job: JobProtocol, known: Mapping[str, VirtualCluster] | None
+    ) -> None:
+        super().check_virtual_cluster(job, known)
+        self.queue(job)
+        vc = (known or {}).get(job.virtual_cluster)
+        rows = {t.name: t for t in vc.gpu_types} if vc is not None else {}
+        need: dict[str, int] = {}
+        for role, name in typed_roles(job).items():
+            spec = job.task_roles[role]
+            need[name] = need.get(name, 0) + spec.instances * spec.resource_per_instance.gpu
+            row = rows.get(name)
+            if row is not None and need[name] > row.capacity:
+                raise SpecError(
+                    [
+                        FieldError(
+                            sku_field(role),
+                            f"the job needs {need[name]} {name} GPUs at once but virtual "
+                            f"cluster {job.virtual_cluster} has {row.capacity} of that type",
+                        )
+                    ]
+                )
 
     def ends_itself(self, job: JobProtocol, decision: Decision) -> bool:
         return (decision.role, decision.rule) in completion_plan(job).enforced
@@ -220,7 +298,19 @@ class VolcanoFlavor(Flavor):
     def why_waiting(self, w: Waiting) -> str:
         # Reclaimed: the job's own policy (PodEvicted → RestartJob) requeued it.
         reclaimed = preemption_reason(w.job, w.job.virtual_cluster, w.events, w.peers)
-        return reclaimed or super().why_waiting(w)
+        if reclaimed:
+            return reclaimed
+        # A VC split by type: its type queue's share is what the job waits for.
+        if w.vc is not None and w.vc.gpu_types and self.split(w.vc.name):
+            rows = {t.name: t for t in w.vc.gpu_types}
+            need = waiting_for(w.job, w.vc.name, rows)
+            if need and any(
+                rows[n].free < w.job.task_roles[r].resource_per_instance.gpu
+                for r, n in typed_roles(w.job).items()
+                if n in rows
+            ):
+                return need
+        return super().why_waiting(w)
 
     def virtual_clusters(
         self, objects: ObjectsOf, jobs: list[JobSummary], cluster: Resources | None

@@ -11,7 +11,13 @@ loan and reclaimable.
 * ``reclaimable: true``: what a queue holds beyond ``deserved`` can be taken back (a
   borrower that cannot be reclaimed would keep a lender's share for good).
 
-:func:`queue_manifest` writes such a queue; :func:`queue_virtual_clusters` reads any."""
+:func:`queue_manifest` writes such a queue; :func:`queue_virtual_clusters` reads any.
+
+A VC split by GPU type is a queue per type (:func:`type_queue_name`), each labelled with its
+VC and type, each with that type's share: Volcano's quotas are per resource, not per node
+label, so a type's quota is a queue of its own, and a typed job goes into its type's queue
+(its pods' node affinity keeps them on that type's nodes). Such a VC is listed once, its
+types as rows."""
 
 from __future__ import annotations
 
@@ -20,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....spec.protocol import JobProtocol
-from ...models import JobSummary, Resources, VirtualCluster
+from ...models import GpuTypeUsage, JobSummary, Resources, VirtualCluster
 from .. import vc_usage
+from ..naming import LABEL_VC
 from ..pods import Manifest
 from ..resources import Kind
 from ..states import Obj
@@ -30,25 +37,57 @@ VOLCANO_QUEUE = Kind("scheduling.volcano.sh/v1beta1", "Queue", "queues", namespa
 
 #: The parent of every queue, added by vc-controller-manager; Volcano refuses jobs in it.
 ROOT_QUEUE = "root"
+#: On a queue holding one GPU type's share of a VC (with :data:`LABEL_VC` naming the VC).
+LABEL_GPU_TYPE = "jupyter-pai.io/gpu-type"
+
+
+def type_queue_name(vc: str, gpu_type: str) -> str:
+    """The queue of ``vc``'s share of ``gpu_type`` (as the chart names it: a queue's name
+    is a lower-case DNS subdomain, which the VC and type names are but for case)."""
+    return f"{vc}-{gpu_type}".lower()
 
 
 def queue_manifest(
-    name: str, share: int, *, borrow: bool = True, lend: bool = True, gpu: str = vc_usage.GPU
+    name: str,
+    share: int,
+    *,
+    borrow: bool = True,
+    lend: bool = True,
+    gpu: str = vc_usage.GPU,
+    gpu_type: str | None = None,
 ) -> Manifest:
     """The Volcano Queue of a virtual cluster guaranteed ``share`` GPUs that may borrow
-    other VCs' idle GPUs and may lend its own (see the module docstring)."""
+    other VCs' idle GPUs and may lend its own (see the module docstring); with
+    ``gpu_type``, VC ``name``'s share of that type, named :func:`type_queue_name`."""
     gpus = {gpu: str(share)}
     spec: dict[str, Any] = {"reclaimable": True, "weight": 1, "deserved": dict(gpus)}
     if not lend:
         spec["guarantee"] = {"resource": dict(gpus)}
     if not borrow:
         spec["capability"] = dict(gpus)
+    metadata: dict[str, Any] = {"name": name}
+    if gpu_type is not None:
+        metadata = {
+            "name": type_queue_name(name, gpu_type),
+            "labels": {LABEL_VC: name, LABEL_GPU_TYPE: gpu_type},
+        }
     return {
         "apiVersion": VOLCANO_QUEUE.api_version,
         "kind": "Queue",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": spec,
     }
+
+
+def type_queues(queues: list[Obj]) -> dict[str, dict[str, str]]:
+    """VC → GPU type → its queue, for the VCs split by type."""
+    out: dict[str, dict[str, str]] = {}
+    for q in queues:
+        labels = q["metadata"].get("labels") or {}
+        vc, gpu_type = labels.get(LABEL_VC), labels.get(LABEL_GPU_TYPE)
+        if vc and gpu_type:
+            out.setdefault(str(vc), {})[str(gpu_type)] = str(q["metadata"]["name"])
+    return out
 
 
 @dataclass(frozen=True)
@@ -129,7 +168,61 @@ def queue_virtual_clusters(
                 }
             )
         out.append(vc)
-    return out
+    return _merge_type_queues(out, type_queues(ordered), jobs)
+
+
+def _merge_type_queues(
+    vcs: list[VirtualCluster], split: dict[str, dict[str, str]], jobs: list[JobSummary]
+) -> list[VirtualCluster]:
+    """Each VC split by type as one row summing its type queues, a type per queue."""
+    by_name = {v.name: v for v in vcs}
+    queue_vc = {queue: vc for vc, types in split.items() for queue in types.values()}
+    out = [v for v in vcs if v.name not in queue_vc]
+    for vc, types in sorted(split.items()):
+        parts = {t: by_name[q] for t, q in sorted(types.items()) if q in by_name}
+        rows = list(parts.values())
+        if not rows:
+            continue
+        capacity = _sum(r.capacity for r in rows)
+        used = _sum(r.used for r in rows)
+        counted = vc_usage.virtual_cluster(vc, capacity, used, jobs, "")
+        merged = counted.model_copy(
+            update={
+                "description": f"Volcano queues {', '.join(sorted(types.values()))}, one per GPU type",
+                "guaranteed_gpus": _total(r.guaranteed_gpus for r in rows),
+                "borrowed_gpus": _total(r.borrowed_gpus for r in rows),
+                "lent_gpus": _total(r.lent_gpus for r in rows),
+                "may_borrow": any(r.may_borrow for r in rows),
+                "may_lend": any(r.may_lend for r in rows),
+                "gpu_types": [
+                    GpuTypeUsage(
+                        name=t,
+                        capacity=r.capacity.gpu,
+                        used=r.used.gpu,
+                        free=max(0, r.capacity.gpu - r.used.gpu),
+                    )
+                    for t, r in parts.items()
+                ],
+            }
+        )
+        out.append(merged)
+    return sorted(out, key=lambda v: v.name)
+
+
+def _sum(parts: Any) -> Resources:
+    """GPUs summed (unlimited if any is); CPU and memory are not split by type: the most."""
+    rows = list(parts)
+    gpus = sum(r.gpu for r in rows)
+    return Resources(
+        gpu=min(gpus, vc_usage.UNLIMITED.gpu),
+        cpu=max((r.cpu for r in rows), default=0),
+        memory_mb=max((r.memory_mb for r in rows), default=0),
+    )
+
+
+def _total(values: Any) -> int | None:
+    found = [v for v in values if v is not None]
+    return sum(found) if found else None
 
 
 def _when(event: Obj) -> str:
