@@ -68,6 +68,13 @@ class TooLarge(PAIError):
     status = 413
 
 
+class InsufficientStorage(PAIError):
+    """A storage has no room left for a write ("storage work is full"); nothing
+    half-written is left under the name the write was for."""
+
+    status = 507
+
+
 class Unavailable(PAIError):
     """The cluster (or the local state directory) cannot be reached right now."""
 

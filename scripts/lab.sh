@@ -8,8 +8,10 @@ if ! command -v nvidia-smi >/dev/null; then
   export JUPYTER_PAI_LOCAL_GPUS="${JUPYTER_PAI_LOCAL_GPUS:-4}"
 fi
 export JUPYTER_PAI_BACKEND="${JUPYTER_PAI_BACKEND:-local}"
-jupyter server extension list 2>&1 | grep -i "jupyter_pai"
-jupyter labextension list 2>&1 | grep -i "jupyter-pai"
+if [ "$JUPYTER_PAI_INSTALLED" = 1 ]; then  # just installed: show that Jupyter sees it
+  jupyter server extension list 2>&1 | grep -i "jupyter_pai"
+  jupyter labextension list 2>&1 | grep -i "jupyter-pai"
+fi
 args=(--ip=127.0.0.1 --no-browser)
 [ "$(id -u)" = 0 ] && args+=(--allow-root)
 step "starting JupyterLab (backend: $JUPYTER_PAI_BACKEND)"

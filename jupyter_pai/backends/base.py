@@ -28,8 +28,10 @@ from .models import (
     JobUtilisation,
     NodeResources,
     Storage,
+    StorageEntry,
     StorageListing,
     TaskStatus,
+    UploadState,
     VirtualCluster,
 )
 from .taskports import PortAddress, parse_port, resolve
@@ -81,10 +83,22 @@ class LogStream:
 
 @dataclass
 class FileContent:
-    """A file in a storage: its size and content chunks."""
+    """A file in a storage (or a folder's archive made as it is sent): its size (None:
+    not known before the end) and content chunks."""
 
     name: str
+    size: int | None
+    chunks: AsyncIterator[bytes]
+
+
+@dataclass
+class UploadPiece:
+    """Bytes ``offset`` to ``offset + size`` of a file ``total`` bytes long (a request's
+    ``Content-Range``; a whole file in one piece has offset 0 and total == size)."""
+
+    offset: int
     size: int
+    total: int
     chunks: AsyncIterator[bytes]
 
 
@@ -225,6 +239,37 @@ class Backend(LoggingConfigurable):
 
     @abc.abstractmethod
     async def read_storage(self, name: str, path: str) -> StorageListing | FileContent: ...
+
+    # Writes: each refuses a read-only storage (Forbidden naming it), any path leading out
+    # of the storage (BadRequest / Forbidden naming ``path``), and a full volume
+    # (InsufficientStorage) leaving nothing half-written under the final name.
+
+    @abc.abstractmethod
+    async def write_storage(self, name: str, path: str, piece: UploadPiece) -> UploadState:
+        """Writes one piece of file ``path``: a piece must start where the last one ended
+        (Conflict naming ``received`` otherwise); the last piece moves the file under its
+        name, replacing a file there."""
+
+    @abc.abstractmethod
+    async def upload_state(self, name: str, path: str) -> UploadState:
+        """How much of an upload to ``path`` arrived (0 when none is under way)."""
+
+    @abc.abstractmethod
+    async def make_folder(self, name: str, path: str) -> StorageEntry:
+        """Creates folder ``path`` (and missing parents); Conflict if a file is there."""
+
+    @abc.abstractmethod
+    async def move_storage(self, name: str, path: str, to: str) -> StorageEntry:
+        """Renames or moves ``path`` to ``to`` inside the same storage; Conflict if
+        ``to`` exists."""
+
+    @abc.abstractmethod
+    async def delete_storage(self, name: str, path: str, recursive: bool = False) -> None:
+        """Deletes a file, or a folder (a non-empty one only when ``recursive``)."""
+
+    @abc.abstractmethod
+    async def archive_storage(self, name: str, path: str, fmt: str) -> FileContent:
+        """Folder ``path`` as a ``zip`` or ``tar.gz`` archive, made while it is sent."""
 
     async def task_port(self, job_id: str, task: str, port: str) -> PortAddress:
         """Where this server reaches ``port`` of ``task`` (``role-index``) of one of the

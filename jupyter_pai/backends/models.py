@@ -159,6 +159,19 @@ class StorageEntry(ApiModel):
     modified: datetime | None = None
 
 
+class UploadState(ApiModel):
+    """How far an upload to ``path`` has come: ``received`` bytes of ``total`` (None: not
+    said yet). ``complete``: the file is under its final name; until then the bytes wait
+    under a hidden temporary name in the same folder, and a cut upload resumes at
+    ``received``."""
+
+    storage: str
+    path: str
+    received: int
+    total: int | None = None
+    complete: bool = False
+
+
 class StorageListing(ApiModel):
     storage: str
     path: str

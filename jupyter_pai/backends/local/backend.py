@@ -48,7 +48,7 @@ from .nvml import NvmlGpus
 from .processes import alive
 from .records import JobRecord, now
 from .scheduler import vc_limit, vc_policies
-from .store import StateStore
+from .store import StateStore, is_full
 
 HOUSEKEEPING_SECONDS = 10.0
 
@@ -286,12 +286,24 @@ class LocalBackend(Backend):
             # As written (defaults are filled in again when read): what the job left unset
             # stays unset for the task's environment (PAI_RESOURCE_<role>'s shmMB).
             spec = job.model_dump(mode="json", by_alias=True, exclude_unset=True)
-            self.store.create_job(rec, spec)
-            self.store.write_active([*self.store.active_ids(), rec.id])
-            self.store.add_event(
-                rec.id, "Submitted", f"submitted to VC {rec.virtual_cluster} by {rec.user}"
-            )
-            schedule(self.store)
+            with self.store.room():
+                self.store.create_job(rec, spec)
+                try:
+                    self.store.write_active([*self.store.active_ids(), rec.id])
+                except BaseException:
+                    self.store.delete_job(rec.id)  # not active: it would never run
+                    raise
+            # The job is submitted; with no room for its event or a start, housekeeping
+            # starts it once there is.
+            try:
+                self.store.add_event(
+                    rec.id, "Submitted", f"submitted to VC {rec.virtual_cluster} by {rec.user}"
+                )
+                schedule(self.store)
+            except OSError as error:
+                if not is_full(error):
+                    raise
+                self.log.warning("the state directory is full: job %s waits for room", rec.id)
 
     def _free_name(self, rec: JobRecord) -> str:
         n = 2

@@ -20,6 +20,7 @@ half-written record and a process killed mid-write loses nothing that was commit
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -28,6 +29,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ...errors import InsufficientStorage
 
 if TYPE_CHECKING:  # imported where used: a supervisor starts its tasks before pydantic loads
     from ..models import JobEvent
@@ -95,6 +98,19 @@ class StateStore:
 
     # -- generation ----------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def room(self) -> Iterator[None]:
+        """A full disk under the state directory as a 507 naming it (ENOSPC, EDQUOT)."""
+        try:
+            yield
+        except OSError as error:
+            if not is_full(error):
+                raise
+            raise InsufficientStorage(
+                f"the local state directory {self.root} is full (no space left on its disk): "
+                "free space there and try again"
+            ) from None
+
     def _bump(self) -> None:
         """Count one change of the job records, after it is on disk.
 
@@ -107,6 +123,12 @@ class StateStore:
         try:
             os.write(fd, b".")
             size = os.fstat(fd).st_size
+        except OSError as error:
+            if not is_full(error):
+                raise
+            # No room for a byte: a new modification time changes the tag all the same.
+            os.utime(fd)
+            return
         finally:
             os.close(fd)
         if size > GENERATION_ROTATE:
@@ -128,12 +150,16 @@ class StateStore:
     def create_job(self, record: JobRecord, spec: dict[str, Any]) -> None:
         """Write the job's directory whole, then rename it into place (atomic)."""
         tmp = Path(tempfile.mkdtemp(prefix=f".new-{record.id}-", dir=self.jobs_dir))
-        (tmp / "logs").mkdir()
-        write_atomic(tmp / "spec.json", json.dumps(spec), mode=0o600)
-        write_atomic(tmp / "job.json", record.model_dump_json(indent=1))
-        (tmp / "events.jsonl").touch()
-        os.chmod(tmp, 0o700)
-        os.rename(tmp, self.job_dir(record.id))
+        try:
+            (tmp / "logs").mkdir()
+            write_atomic(tmp / "spec.json", json.dumps(spec), mode=0o600)
+            write_atomic(tmp / "job.json", record.model_dump_json(indent=1))
+            (tmp / "events.jsonl").touch()
+            os.chmod(tmp, 0o700)
+            os.rename(tmp, self.job_dir(record.id))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing half-made is left
+            raise
         self._bump()
 
     def job_ids(self) -> list[str]:
@@ -181,7 +207,10 @@ class StateStore:
         events = []
         for line in path.read_text().splitlines():
             if line.strip():
-                events.append(JobEvent.model_validate_json(line))
+                try:
+                    events.append(JobEvent.model_validate_json(line))
+                except ValueError:
+                    continue  # a line cut short by a full disk
         return events
 
 
@@ -192,6 +221,10 @@ def rotate_log(log_path: Path) -> None:
         while log_path.with_suffix(f".{n}.log").exists():
             n += 1
         log_path.rename(log_path.with_suffix(f".{n}.log"))
+
+
+def is_full(error: OSError) -> bool:
+    return error.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
