@@ -641,9 +641,16 @@ def _apiserver_ready(state: State) -> Callable[[], bool]:
     return lambda: _http_get(f"{state.server}/readyz", ca_file, state.tokens["admin"]) == b"ok"
 
 
+def _etcd_ready(state: State) -> Callable[[], bool]:
+    argv = state.processes["etcd"]["argv"]
+    url = next(a.split("=", 1)[1] for a in argv if a.startswith("--listen-client-urls="))
+    return lambda: b'"health":"true"' in _http_get(f"{url}/health")
+
+
 # Processes `start_process` can start again, with their readiness check.
 RESTARTABLE: dict[str, Callable[[State], Callable[[], bool]]] = {
     "kube-apiserver": _apiserver_ready,
+    "etcd": _etcd_ready,
 }
 
 

@@ -103,6 +103,15 @@ class TestCluster:
             "kube-apiserver", timeout
         )
 
+    def stop_etcd(self, *, kill: bool = False) -> None:
+        """Stop etcd alone (SIGTERM or SIGKILL; its data directory stays): kube-apiserver
+        keeps running and answers errors until etcd is back."""
+        controlplane.ControlPlane(Path(self.state.directory)).stop_process("etcd", kill=kill)
+
+    def start_etcd(self, timeout: float = 60) -> None:
+        """Start etcd again on its data directory and ports, and wait for its health."""
+        controlplane.ControlPlane(Path(self.state.directory)).start_process("etcd", timeout)
+
     def remove_nodes(self, pool: str) -> None:
         core = self.core()
         nodes = core.list_node(label_selector=f"{manifests.POOL_LABEL}={pool}").items
