@@ -168,8 +168,11 @@ class ControlPlane:
         if name not in RESTARTABLE or "argv" not in info:
             raise ValueError(f"{name} cannot be restarted; restartable: {', '.join(RESTARTABLE)}")
         d = self.directory
+        extra: dict[str, Any] = {}
+        if info.get("overlay"):
+            extra["preexec"] = kueue.etc_overlay(Path(info["overlay"]))
         proc = processes.start(
-            info["argv"], d / "logs" / f"{name}.log", tie_to_parent=state.tie_to_parent
+            info["argv"], d / "logs" / f"{name}.log", tie_to_parent=state.tie_to_parent, **extra
         )
         state.processes[name] = {**info, "pid": proc.pid}
         state.save()
@@ -279,7 +282,9 @@ class ControlPlane:
 
         started: dict[str, subprocess.Popen[bytes]] = {}
 
-        def launch(name: str, argv: list[str], **kwargs: Any) -> None:
+        def launch(name: str, argv: list[str], overlay: Path | None = None, **kwargs: Any) -> None:
+            if overlay is not None:  # files the process sees under /etc (kueue.etc_overlay)
+                kwargs["preexec"] = kueue.etc_overlay(overlay)
             proc = processes.start(
                 argv, d / "logs" / f"{name}.log", tie_to_parent=options.tie_to_parent, **kwargs
             )
@@ -287,6 +292,8 @@ class ControlPlane:
             state.processes[name] = {"pid": proc.pid, "argv0": argv[0]}
             if name in RESTARTABLE:  # the runner's argv is not enough (its environment)
                 state.processes[name]["argv"] = list(argv)
+                if overlay is not None:
+                    state.processes[name]["overlay"] = str(overlay)
             state.save()  # saved at once, so `down` finds whatever was started
 
         def died() -> str | None:
@@ -647,10 +654,31 @@ def _etcd_ready(state: State) -> Callable[[], bool]:
     return lambda: b'"health":"true"' in _http_get(f"{url}/health")
 
 
+def _healthy(name: str) -> Callable[[State], Callable[[], bool]]:
+    """A controller's health check, from its argv: Volcano's ``--healthz-address``, or the
+    ``healthProbeBindAddress`` of the config file a controller-runtime manager reads."""
+
+    def ready(state: State) -> Callable[[], bool]:
+        argv = state.processes[name]["argv"]
+        flags = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+        if "healthz-address" in flags:
+            url = f"http://{flags['healthz-address']}/healthz"
+        else:
+            config = yaml.safe_load(Path(flags["config"]).read_text())
+            url = f"http://{config['health']['healthProbeBindAddress']}/readyz"
+        return lambda: _http_get(url) == b"ok"
+
+    return ready
+
+
 # Processes `start_process` can start again, with their readiness check.
 RESTARTABLE: dict[str, Callable[[State], Callable[[], bool]]] = {
     "kube-apiserver": _apiserver_ready,
     "etcd": _etcd_ready,
+    **{
+        name: _healthy(name)
+        for name in ("vc-controller-manager", "vc-scheduler", "kueue-manager", "jobset-manager")
+    },
 }
 
 

@@ -337,11 +337,7 @@ def start(
         metrics.mkdir(parents=True, exist_ok=True)
         for file in ("tls.crt", "tls.key"):
             shutil.copyfile(cert_dir / file, metrics / file)
-        launch(
-            f"{name}-manager",
-            manager_argv(binary, config, kubeconfig),
-            preexec=etc_overlay(layer),
-        )
+        launch(f"{name}-manager", manager_argv(binary, config, kubeconfig), overlay=layer)
 
 
 def _get(url: str) -> bytes:

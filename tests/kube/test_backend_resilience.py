@@ -18,11 +18,11 @@ from kubernetes import dynamic
 from kubernetes.dynamic import exceptions as dynamic_errors
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
-from jupyter_pai.backends.kubernetes.naming import make_names
+from jupyter_pai.backends.kubernetes.naming import LABEL_JOB, make_names
 from jupyter_pai.backends.models import JobState
 from jupyter_pai.errors import NotFound, Unavailable
 from jupyter_pai.spec import parse_job
-from tests.cluster import processes
+from tests.cluster import controlplane, processes
 from tests.cluster.pytest_plugin import TestCluster, running_cluster
 from tests.kube.test_backend_jobs import GPU_POOL, NS, SLEEPER, _cleanup, make_backend, wait_for
 
@@ -322,5 +322,77 @@ async def test_etcd_restart_loses_nothing_and_refuses_submission_meanwhile(
     finally:
         if stopped:
             kube_cluster.start_etcd()
+        await b.close()
+        _cleanup(kube_cluster, NS)
+
+
+# The scheduler's own processes, killed and started again mid-job.
+CONTROLLERS = {
+    "volcano": ("vc-controller-manager", "vc-scheduler"),
+    "kueue": ("kueue-manager", "jobset-manager"),
+}
+
+
+def _pod_uids(cluster: TestCluster, backend: KubernetesBackend, job_id: str) -> set[str]:
+    base = backend.views.primary(job_id)["metadata"]["labels"][LABEL_JOB]
+    pods = cluster.core().list_namespaced_pod(NS, label_selector=f"{LABEL_JOB}={base}").items
+    return {str(p.metadata.uid) for p in pods}
+
+
+@pytest.mark.parametrize("flavor", list(CONTROLLERS))
+async def test_the_schedulers_controllers_restart_and_jobs_go_on(
+    kube_cluster: TestCluster, flavor: str
+) -> None:
+    """SIGKILL the flavour's controllers mid-job: the running job's pods stay (the same
+    pods); a job submitted meanwhile waits saying why (Volcano) or is refused while the
+    JobSet webhook is away (Kueue), and runs once they are back."""
+    _cleanup(kube_cluster, NS)
+    await _wait_settled(kube_cluster)
+    b = make_backend(kube_cluster, flavor, node_selector=GPU_POOL)
+    await b.start()
+    plane = controlplane.ControlPlane(Path(kube_cluster.state.directory))
+    down: list[str] = []
+    try:
+        running = (await b.submit(_job(f"steady-{flavor[0]}"))).id
+        await _wait_running(kube_cluster, b, flavor, running)
+        pods = _pod_uids(kube_cluster, b, running)
+        assert len(pods) == 2, pods
+
+        for name in CONTROLLERS[flavor]:
+            plane.stop_process(name, kill=True)
+            down.append(name)
+        name = f"meanwhile-{flavor[0]}"
+        if flavor == "kueue":
+            # JobSet's manager serves the webhook every JobSet passes: without it the API
+            # server refuses the job, a 503 saying so, with nothing left behind.
+            with pytest.raises(Unavailable) as refused:
+                await b.submit(_job(name))
+            print(f"\nwhile {', '.join(down)} are down: {refused.value.message}")
+            assert 'failed calling webhook "mjobset.kb.io"' in refused.value.message
+            assert [j.name for j in await b.list_jobs()] == [f"steady-{flavor[0]}"]
+        else:
+            meanwhile = (await b.submit(_job(name))).id
+            await asyncio.sleep(3)
+            waiting = await b.get_job(meanwhile)
+            print(f"\nwhile {', '.join(down)} are down: {waiting.state}: {waiting.waiting_reason}")
+            assert waiting.state == JobState.WAITING and waiting.waiting_reason
+        assert (await b.get_job(running)).state == JobState.RUNNING
+
+        for name_ in CONTROLLERS[flavor]:
+            plane.start_process(name_)
+            down.remove(name_)
+        back = time.monotonic()
+        if flavor == "kueue":
+            meanwhile = (await b.submit(_job(name))).id
+        await wait_for(b, meanwhile, lambda d: d.state == JobState.RUNNING, 60)
+        print(
+            f"the job submitted meanwhile ran {time.monotonic() - back:.1f}s after they were back"
+        )
+        # The running job went on: the same pods, never restarted.
+        assert (await b.get_job(running)).state == JobState.RUNNING
+        assert _pod_uids(kube_cluster, b, running) == pods
+    finally:
+        for name in down:
+            plane.start_process(name)
         await b.close()
         _cleanup(kube_cluster, NS)
