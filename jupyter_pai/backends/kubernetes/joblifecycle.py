@@ -23,6 +23,7 @@ from ..models import JobState
 from .flavors import StopStep
 from .jobviews import OWNED, Derived, JobViews
 from .naming import ANN_OUTCOME, ANN_STOP, LABEL_JOB, JobNames
+from .nodeloss import NodeLossRecorder
 from .resources import POD, kind_of, owner_reference
 from .rest import ApiError, Obj, Rest, path, typed
 from .states import JobView, now
@@ -53,6 +54,13 @@ class JobLifecycle:
         # when they were last prompted (at most once per RESYNC_SECONDS each).
         self._stuck: dict[str, float] = {}
         self._prompted: dict[str, float] = {}
+        # The nodes jobs lose, written onto their primaries as the pods say so.
+        self.node_losses = NodeLossRecorder(
+            rest,
+            lambda name: self.views.cache["primary"].get(name),
+            self._annotate,
+            self.flavor.role_index,
+        )
 
     # -- submission ------------------------------------------------------------------------
 
@@ -305,6 +313,7 @@ class JobLifecycle:
         """Look at every job whose pods or primary the watch cache sees change (a relist
         counts), so decided jobs end with no one asking. Call before the cache starts."""
         self.views.cache["pods"].listeners.append(self._pod_changed)
+        self.views.cache["pods"].listeners.append(self.node_losses.pod_changed)
         self.views.cache["primary"].listeners.append(self._primary_changed)
         self._watcher = asyncio.get_running_loop().create_task(
             self._watch(), name="jupyter-pai-endings"
@@ -348,3 +357,9 @@ class JobLifecycle:
             self._watcher = None
         if self._endings:
             await asyncio.wait(set(self._endings), timeout=timeout)
+        await self.node_losses.drain()
+
+    async def _annotate(self, rest: Rest, primary: Obj, body: dict[str, Any]) -> None:
+        await rest.patch(
+            self.flavor.primary_kind, self.namespace, primary["metadata"]["name"], body
+        )

@@ -23,6 +23,7 @@ from ..models import (
     TaskStatus,
     VirtualCluster,
 )
+from . import nodeloss
 from .flavors import Flavor
 from .naming import (
     ANN_JOB_ID,
@@ -226,6 +227,7 @@ class JobViews:
                     source=pod_source.get(obj, "job"),
                 )
             )
+        out += nodeloss.events(primary)
         return sorted(out, key=lambda ev: ev.time)
 
     # -- derived views ---------------------------------------------------------------------
@@ -279,6 +281,11 @@ class JobViews:
                 related=related,
                 peers=caps,
             )
+        lost = nodeloss.summary(primary)
+        if lost and view.state == JobState.WAITING:
+            view.waiting_reason = f"{lost}; {view.waiting_reason}"
+        elif lost and view.state == JobState.FAILED:
+            view.sub_state = f"{view.sub_state}: {lost}" if view.sub_state else lost
         waiting = view.state == JobState.WAITING
         derived = Derived(
             rv=meta.get("resourceVersion"),
