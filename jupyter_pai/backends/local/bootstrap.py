@@ -71,6 +71,7 @@ def claim_and_start(store: StateStore, job_id: str) -> dict[str, subprocess.Pope
                 )
             rec["sub_state"] = None
         write_atomic(path, json.dumps(rec, indent=1))
+        store.changed(job_id)
     return procs or None
 
 

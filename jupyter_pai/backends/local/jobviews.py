@@ -3,9 +3,11 @@ listings (cached, made again only for records that changed) and details."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import threading
+from datetime import datetime
 
 from ...errors import NotFound
 from ...spec.protocol import JobProtocol
@@ -28,6 +30,11 @@ class JobViews:
         self._relisting = threading.Lock()
         # Each record's summary, made again only when ``read`` gave a new record.
         self._made: dict[str, tuple[JobRecord, JobSummary]] = {}
+        # The summaries oldest first, with their sort keys; and where in the store's change
+        # journal they were last brought up to date.
+        self._keys: list[tuple[datetime, str]] = []
+        self._order: list[JobSummary] = []
+        self._journal: tuple[int, int] | None = None
 
     def read(self, job_id: str) -> JobRecord:
         # Plain strings, not Path objects: a listing stats every job's record.
@@ -70,18 +77,49 @@ class JobViews:
             return self._relist(generation)
 
     def _relist(self, generation: str) -> list[JobSummary]:
+        """The records the change journal names read again, or all of them where it
+        cannot say (the first listing, a rotated journal)."""
+        ids, self._journal = self.store.changes_since(self._journal)
+        if ids is None or self._listed is None:
+            self._relist_all()
+        else:
+            for job_id in ids:
+                self._update(job_id)
+        jobs = self._order[::-1]
+        self._listed = (generation, jobs)
+        return jobs
+
+    def _relist_all(self) -> None:
         made = self._made
         self._made = {
             r.id: made[r.id] if r.id in made and made[r.id][0] is r else (r, summary(r))
             for r in self.all()
         }
-        jobs = sorted(
-            (s for _, s in self._made.values()),
-            key=lambda j: (j.submission_time, j.id),
-            reverse=True,
-        )
-        self._listed = (generation, jobs)
-        return jobs
+        pairs = sorted(((s.submission_time, s.id), s) for _, s in self._made.values())
+        self._keys = [k for k, _ in pairs]
+        self._order = [s for _, s in pairs]
+
+    def _update(self, job_id: str) -> None:
+        """One record changed, was made or deleted: its summary in place, in order."""
+        try:
+            rec: JobRecord | None = self.read(job_id)
+        except (NotFound, ValueError):
+            rec = None
+        old = self._made.pop(job_id, None)
+        if old is not None:
+            at = bisect.bisect_left(self._keys, (old[1].submission_time, old[1].id))
+            if at < len(self._keys) and self._keys[at][1] == job_id:
+                del self._keys[at]
+                del self._order[at]
+        if rec is None:
+            self._records.pop(job_id, None)
+            return
+        made = old if old is not None and old[0] is rec else (rec, summary(rec))
+        self._made[job_id] = made
+        key = (made[1].submission_time, made[1].id)
+        at = bisect.bisect_left(self._keys, key)
+        self._keys.insert(at, key)
+        self._order.insert(at, made[1])
 
     def detail(self, job_id: str) -> JobDetail:
         rec = self.read(job_id)

@@ -4,7 +4,7 @@ Layout::
 
     state_dir/lock                 flock held while scheduling state changes
     state_dir/active.json          ids of jobs not yet finished, in submission order
-    state_dir/generation           one byte appended per job write (see ``generation``)
+    state_dir/generation           the id of each job written, a line per write (``changed``)
     state_dir/jobs/<id>/job.json   JobRecord (state, tasks, allocation)
     state_dir/jobs/<id>/spec.json  the validated spec, secrets included (0600)
     state_dir/jobs/<id>/events.jsonl
@@ -90,11 +90,11 @@ class StateStore:
 
     def write_job(self, record: JobRecord) -> None:
         write_atomic(self.job_dir(record.id) / "job.json", record.model_dump_json(indent=1))
-        self._bump()
+        self.changed(record.id)
 
     def delete_job(self, job_id: str) -> None:
         shutil.rmtree(self.job_dir(job_id))
-        self._bump()
+        self.changed(job_id)
 
     # -- generation ----------------------------------------------------------------------
 
@@ -111,17 +111,20 @@ class StateStore:
                 "free space there and try again"
             ) from None
 
-    def _bump(self) -> None:
-        """Count one change of the job records, after it is on disk.
+    def changed(self, job_id: str) -> None:
+        """Count one change of job ``job_id``'s record, after it is on disk.
 
-        Every process writing records appends one byte (``O_APPEND``: atomic, so the size
-        only grows and no write is lost). A reader that takes :meth:`generation` before
-        reading records gets a tag no newer than what it read. Past ``GENERATION_ROTATE``
-        bytes the file is replaced by an empty one: a new inode, so the tag still changes."""
+        Every process writing records appends the job's id as a line (``O_APPEND``: one
+        short write, atomic, so the size only grows and no line is lost or torn). A reader
+        that takes :meth:`generation` before reading records gets a tag no newer than what
+        it read, and reads which records changed since its last look
+        (:meth:`changes_since`) instead of all of them. Past ``GENERATION_ROTATE`` bytes
+        the file is replaced by an empty one: a new inode, so the tag still changes and
+        readers read everything again."""
         path = self.root / "generation"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, b".")
+            os.write(fd, f"{job_id}\n".encode())
             size = os.fstat(fd).st_size
         except OSError as error:
             if not is_full(error):
@@ -133,6 +136,32 @@ class StateStore:
             os.close(fd)
         if size > GENERATION_ROTATE:
             write_atomic(path, "")
+
+    def changes_since(
+        self, seen: tuple[int, int] | None
+    ) -> tuple[set[str] | None, tuple[int, int]]:
+        """The ids of the records changed since position ``seen`` of the change journal
+        (inode, offset), and the position now; None for the ids where they cannot be told
+        (no position yet, a rotated journal, a change that wrote no line: a full disk)."""
+        try:
+            fd = os.open(self.root / "generation", os.O_RDONLY)
+        except FileNotFoundError:
+            return None, (0, 0)
+        try:
+            st = os.fstat(fd)
+            now = (st.st_ino, st.st_size)
+            if seen is None or seen[0] != st.st_ino or seen[1] > st.st_size:
+                return None, now
+            if seen[1] == st.st_size:
+                return None, now  # the tag moved with no line written
+            data = os.pread(fd, st.st_size - seen[1], seen[1])
+        finally:
+            os.close(fd)
+        lines = data.decode(errors="replace").split("\n")
+        ids = {line for line in lines[:-1] if line}
+        if lines[-1] or any(line == "." or "/" in line for line in ids):
+            return None, now  # a torn or old-style (one byte per change) journal
+        return ids, now
 
     def generation(self) -> str:
         """A tag that changes whenever a job record is created, written or deleted (by any
@@ -160,7 +189,7 @@ class StateStore:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # nothing half-made is left
             raise
-        self._bump()
+        self.changed(record.id)
 
     def job_ids(self) -> list[str]:
         return sorted(
