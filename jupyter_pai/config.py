@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from traitlets import Bool, Dict, Float, List, Type, Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, Type, Unicode, default
 from traitlets.config import Config, Configurable
 
 from .backends.base import Backend
@@ -91,6 +91,14 @@ class PAIConfig(Configurable):
         300.0,
         help="""How often the registries are listed again in the background; a registry that
         does not answer keeps its last list, and the pickers say so.""",
+    ).tag(config=True)
+
+    storage_piece_bytes = Int(
+        64 * 1024 * 1024,
+        help="""The most bytes one request may upload into a storage. A bigger file is sent in
+        pieces (``Content-Range``), each of them at most this size, and a cut upload resumes
+        at its last piece. The panel, the drives and the notebook client send pieces of this
+        size or less.""",
     ).tag(config=True)
 
     def image_pull_secrets(self) -> dict[str, str]:

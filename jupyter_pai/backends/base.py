@@ -8,6 +8,7 @@ import getpass
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from traitlets import Float, Unicode, default, validate
@@ -89,6 +90,7 @@ class FileContent:
     name: str
     size: int | None
     chunks: AsyncIterator[bytes]
+    modified: datetime | None = None
 
 
 @dataclass

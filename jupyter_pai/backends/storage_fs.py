@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import BadRequest, FieldError, Forbidden, NotFound
 from .base import FileContent
 from .models import StorageEntry, StorageListing
+from .storage_ops import is_upload_temp
 
 CHUNK = 256 * 1024
 
@@ -63,13 +64,16 @@ async def read_path(storage: str, root: Path, path: str) -> StorageListing | Fil
         return StorageListing(
             storage=storage, path="" if str(rel) == "." else str(rel), entries=entries
         )
-    return FileContent(name=target.name, size=st.st_size, chunks=_chunks(target))
+    modified = datetime.fromtimestamp(st.st_mtime, timezone.utc)
+    return FileContent(name=target.name, size=st.st_size, chunks=_chunks(target), modified=modified)
 
 
 def _list(root: Path, folder: Path) -> list[StorageEntry]:
     root = root.expanduser().resolve()
     entries = []
     for child in sorted(folder.iterdir(), key=lambda p: p.name):
+        if is_upload_temp(child.name):
+            continue  # an upload under way: it shows under its name once complete
         try:
             resolved = child.resolve()
             if resolved != root and root not in resolved.parents:

@@ -51,8 +51,16 @@ from .connection import BackendConnection, Connection
 from .job import Job
 from .loop import LoopThread
 from .sources import Spec, job_source
+from .storage import StorageClient
 
-__all__ = ["Client", "Job", "JobQuery", "SubmissionWarning", "SubmitOptions"]
+__all__ = [
+    "Client",
+    "Job",
+    "JobQuery",
+    "StorageClient",
+    "SubmissionWarning",
+    "SubmitOptions",
+]
 
 T = TypeVar("T")
 
@@ -205,17 +213,24 @@ class Client:
         return self._run(self._connection.images())
 
     @overload
-    def storage(self, name: None = None, path: str = "") -> list[Storage]: ...
+    def storage(self, name: None = None) -> list[Storage]: ...
 
     @overload
-    def storage(self, name: str, path: str = "") -> StorageListing | bytes: ...
+    def storage(self, name: str) -> StorageClient: ...
+
+    @overload
+    def storage(self, name: str, path: str) -> StorageListing | bytes: ...
 
     def storage(
-        self, name: str | None = None, path: str = ""
-    ) -> list[Storage] | StorageListing | bytes:
-        """``storage()``: the storages jobs may mount; ``storage(name, path)``: a folder's
-        listing, or a file's bytes."""
-        return self._run(self._storage(name, path))
+        self, name: str | None = None, path: str | None = None
+    ) -> list[Storage] | StorageClient | StorageListing | bytes:
+        """``storage()``: the storages jobs may mount; ``storage(name)``: that storage to
+        work in (:class:`~.storage.StorageClient`: ``ls``, ``upload``, ``download``,
+        ``rm``, ``mkdir``, ``mv``); ``storage(name, path)``: a folder's listing, or a small
+        file's bytes."""
+        if name is not None and path is None:
+            return StorageClient(name, self._connection, self._loop)
+        return self._run(self._storage(name, path or ""))
 
     def close(self) -> None:
         """Close connections and the client's loop thread; jobs keep running."""

@@ -7,6 +7,7 @@ this machine, as ``jupyter pai`` uses it); their tables are the CLI's (:mod:`.ta
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any, NoReturn
@@ -19,6 +20,7 @@ from ..submission.jobs import parse_gpus, parse_params
 from .cellrun import CellOptions, run_cell
 from .client import Client
 from .job import Job
+from .storage import UploadedFile
 from .tables import print_detail, print_images, print_jobs, print_vcs
 
 HELP = """\
@@ -31,6 +33,9 @@ HELP = """\
 %pai stop ID                                   stop a job
 %pai submit FILE [--param K=V]... [--vc V] [--name N] [--wait]
                                                submit a job file; returns the Job
+%pai ls [STORAGE[/PATH]]                       the storages, or a storage folder's entries
+%pai upload SRC STORAGE[/PATH] [--piece-mb N]  upload a file or folder of this machine
+%pai download STORAGE/PATH [DST]               download a file or folder (default: here)
 
 %%pai run [--vc V] [--gpus [TYPE:]N] [--instances M] [--image I] [--name NAME] [--detach]
     Run this cell's code as a job: every instance runs the cell as a Python file with
@@ -79,7 +84,27 @@ def line_parser() -> argparse.ArgumentParser:
     p.add_argument("--vc")
     p.add_argument("--name")
     p.add_argument("--wait", action="store_true")
+    p = sub.add_parser("ls", add_help=False)
+    p.add_argument("where", nargs="?", metavar="STORAGE/PATH")
+    p = sub.add_parser("upload", add_help=False)
+    p.add_argument("src")
+    p.add_argument("where", metavar="STORAGE/PATH")
+    p.add_argument("--piece-mb", type=float, default=8)
+    p = sub.add_parser("download", add_help=False)
+    p.add_argument("where", metavar="STORAGE/PATH")
+    p.add_argument("dst", nargs="?", default=".")
     return parser
+
+
+def storage_path(where: str, command: str) -> tuple[str, str]:
+    """``STORAGE/PATH`` (or ``STORAGE:PATH``) as (storage, path)."""
+    name, _, path = where.replace(":", "/", 1).partition("/")
+    if not name or ".." in path.split("/"):
+        raise UsageError(
+            f"%pai {command}: {where!r} is not STORAGE/PATH (a storage's name, then a path "
+            f"inside it, e.g. work/data)\n\n{HELP}"
+        )
+    return name, path.strip("/")
 
 
 def cell_parser() -> argparse.ArgumentParser:
@@ -183,3 +208,31 @@ class PAIMagics(Magics):
             if detail.state is not JobState.SUCCEEDED:
                 job.wait(check=True)
         return job
+
+    def do_ls(self, args: argparse.Namespace) -> None:
+        if not args.where:
+            for s in self.client.storage():
+                mode = "read-only" if s.read_only else "writable"
+                print(f"{s.name}\t{s.mount_path}\t{mode}")
+            return
+        name, path = storage_path(args.where, "ls")
+        for entry in self.client.storage(name).ls(path):
+            size = "" if entry.type == "directory" else str(entry.size or 0)
+            print(f"{entry.name}{'/' if entry.type == 'directory' else ''}\t{size}")
+
+    def do_upload(self, args: argparse.Namespace) -> list[UploadedFile]:
+        name, path = storage_path(args.where, "upload")
+        if not args.piece_mb > 0:
+            raise UsageError(f"%pai upload: --piece-mb {args.piece_mb}: must be more than 0")
+        if not os.path.exists(args.src):
+            raise UsageError(f"%pai upload: no file or folder {args.src!r} on this machine")
+        # "work/" (nothing after the storage): into its top folder.
+        dst = path + "/" if path and args.where.endswith("/") else path
+        done = self.client.storage(name).upload(args.src, dst, piece_mb=args.piece_mb)
+        print(f"uploaded {len(done)} file(s), {sum(f.size for f in done)} bytes to {name}")
+        return done
+
+    def do_download(self, args: argparse.Namespace) -> None:
+        name, path = storage_path(args.where, "download")
+        written = self.client.storage(name).download(path, args.dst)
+        print(f"downloaded {name}/{path} to {written}")

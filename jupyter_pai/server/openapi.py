@@ -27,6 +27,7 @@ MODELS: list[type[models.ApiModel]] = [
     models.Storage,
     models.StorageEntry,
     models.StorageListing,
+    models.UploadState,
     models.FieldWarning,
     models.ConvertResult,
     models.SubmitResult,
@@ -60,6 +61,8 @@ RESPONSES = """  responses:
     Forbidden: *error
     NotFound: *error
     Conflict: *error
+    TooLarge: *error
+    InsufficientStorage: *error
     Unavailable: *error
     BadGateway: *error
 """

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, GPU_SLOTS
+from .conftest import GPU_SLOTS, REPO
 from .pai import PAIClient, job_spec
 
 SIZE = "4m"
@@ -63,6 +63,10 @@ def leftovers(state: Path) -> list[str]:
     return found
 
 
+def recorded_states(state: Path) -> list[str]:
+    return [json.loads(p.read_bytes())["state"] for p in state.glob("jobs/*/job.json")]
+
+
 async def test_a_full_state_disk_refuses_submission_and_keeps_records(
     pai: PAIClient, pai_state_dir: Path
 ) -> None:
@@ -79,8 +83,7 @@ async def test_a_full_state_disk_refuses_submission_and_keeps_records(
         assert [j["name"] for j in await pai.jobs()] == ["steady"]
         # The running job's record is whole, and it can be stopped: a record rewritten in
         # place needs no more room than it had.
-        record = json.loads(next(pai_state_dir.glob("jobs/*/job.json")).read_bytes())
-        assert record["state"] == "RUNNING"
+        assert recorded_states(pai_state_dir) == ["RUNNING"]
         assert (await pai.job(running["id"]))["state"] == "RUNNING"
     finally:
         filler.unlink()

@@ -18,8 +18,7 @@ from traitlets import Dict, Float, Int, List, Unicode, default
 from ... import __version__
 from ...errors import Forbidden, NotFound, PAIError, Unavailable
 from ...spec.protocol import JobProtocol
-from .. import storage_fs
-from ..base import Backend, FileContent, LogQuery, LogStream
+from ..base import Backend, FileContent, LogQuery, LogStream, UploadPiece
 from ..models import (
     GpuTypeUsage,
     Info,
@@ -31,8 +30,10 @@ from ..models import (
     NodeResources,
     Resources,
     Storage,
+    StorageEntry,
     StorageListing,
     TaskStatus,
+    UploadState,
     VirtualCluster,
 )
 from ..selfcheck import SelfCheck
@@ -57,6 +58,7 @@ from .resources import NODE
 from .rest import ApiError, Rest, path, typed
 from .states import Obj, job_view
 from .storage import HelperPods
+from .storage_calls import StorageCalls
 
 MOUNT_PATH_ANNOTATION = "jupyter-pai.io/mount-path"
 #: A pod whose containers have all exited: its log is final.
@@ -129,7 +131,8 @@ class KubernetesBackend(Backend):
     ).tag(config=True)
     storage_local_paths = Dict(
         help="""Claims this Jupyter server has mounted: ``{claim: local path}``; these are
-        browsed directly, the others through a short-lived read-only helper pod.""",
+        used directly, the others through a short-lived helper pod (mounting the claim
+        read-write unless the storage is read-only).""",
     ).tag(config=True)
     storage_helper_image = Unicode(
         "python:3.11-slim", help="Image of the storage helper pod (needs python3)."
@@ -534,13 +537,41 @@ class KubernetesBackend(Backend):
             )
         return out
 
-    async def read_storage(self, name: str, path_: str) -> StorageListing | FileContent:
+    def _claim(self, name: str) -> tuple[StorageCalls, bool]:
+        """The calls that reach storage ``name``, and whether it is read-only."""
         self.cache.check()
-        if self.cache["claims"].get(name) is None:
+        claim = self.cache["claims"].get(name)
+        if claim is None:
             raise NotFound(f"no storage {name!r}")
-        storage_fs.clean_relative(path_)  # refuse traversal before anything runs
-        local = self.storage_local_paths.get(name)
-        if local:
-            return await storage_fs.read_path(name, Path(str(local)), path_)
         assert self.helpers is not None
-        return await self.helpers.read(name, path_)
+        local = self.storage_local_paths.get(name)
+        calls = StorageCalls(self.helpers, Path(str(local)) if local else None)
+        return calls, ((claim.get("spec") or {}).get("accessModes") or []) == ["ReadOnlyMany"]
+
+    async def read_storage(self, name: str, path_: str) -> StorageListing | FileContent:
+        calls, read_only = self._claim(name)
+        return await calls.read(name, path_, read_only)
+
+    async def write_storage(self, name: str, path_: str, piece: UploadPiece) -> UploadState:
+        calls, read_only = self._claim(name)
+        return await calls.write(name, path_, piece, read_only)
+
+    async def upload_state(self, name: str, path_: str) -> UploadState:
+        calls, read_only = self._claim(name)
+        return await calls.upload_state(name, path_, read_only)
+
+    async def make_folder(self, name: str, path_: str) -> StorageEntry:
+        calls, read_only = self._claim(name)
+        return await calls.make_folder(name, path_, read_only)
+
+    async def move_storage(self, name: str, path_: str, to: str) -> StorageEntry:
+        calls, read_only = self._claim(name)
+        return await calls.move(name, path_, to, read_only)
+
+    async def delete_storage(self, name: str, path_: str, recursive: bool = False) -> None:
+        calls, read_only = self._claim(name)
+        await calls.delete(name, path_, recursive, read_only)
+
+    async def archive_storage(self, name: str, path_: str, fmt: str) -> FileContent:
+        calls, read_only = self._claim(name)
+        return await calls.archive(name, path_, fmt, read_only)

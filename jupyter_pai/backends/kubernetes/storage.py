@@ -1,13 +1,16 @@
-"""Browsing a claim this server has not mounted: a helper pod mounts it read-only and
-serves listings and files over HTTP, reached through the API server's port-forward
-(exec needs a container runtime; port-forward is what every cluster, the test cluster
-included, offers). One pod per claim answers the requests in a row and is deleted after
-``idle`` seconds without one, and when the backend closes.
+"""A claim this server has not mounted: a helper pod mounts it (read-write unless the
+storage is read-only) and serves listings, files, uploads and the other writes over HTTP,
+reached through the API server's port-forward (exec needs a container runtime;
+port-forward is what every cluster, the test cluster included, offers;
+:mod:`.helper_http` streams both ways). One pod per claim answers the requests and is
+deleted after ``idle`` seconds without one, and when the backend closes. The pod runs in
+the user's namespace, created with the user's credentials: it writes with the rights any
+pod of the user has on the claim, no more.
 
-The path is checked here first (no ``..``, no absolute path) and again inside the pod
-against the resolved storage root, so a symbolic link cannot lead out of it. The pod
-listens on loopback only (where port-forward connects; no other pod reaches it) and
-answers only requests carrying its random token.
+The path is checked here first (no ``..``, no absolute path) and again inside the pod by
+:mod:`..storage_ops` against the resolved storage root, so a symbolic link cannot lead out
+of it. The pod listens on loopback only (where port-forward connects; no other pod reaches
+it) and answers only requests carrying its random token.
 
 Each pod carries its user (label) and its owning process (:mod:`.owner`): a backend
 starting after a killed server deletes that server's pods (:meth:`HelperPods.sweep`),
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import functools
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -25,15 +29,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import urlencode
 
 import aiohttp
 from kubernetes_asyncio.stream import WsApiClient
 
-from ...errors import FieldError, Forbidden, NotFound, Unavailable
+from ...errors import Conflict, FieldError, Unavailable
 from ..base import FileContent
-from ..models import StorageEntry, StorageListing
+from ..models import StorageListing
 from ..storage_fs import clean_relative
+from ..storage_writes import entry_model, raise_op_error
+from .helper_http import Answer, PortRefused, exchange
 from .naming import ANN_USER, LABEL_USER, label_value, slug
 from .owner import ANN_OWNER, ProcessOwner
 from .pods import PodOptions
@@ -42,18 +48,28 @@ from .resources import POD
 from .rest import ApiError, Rest, path
 
 HELPER_LABEL = "jupyter-pai.io/storage-helper"
-MAX_FILE = 16 * 1024 * 1024
 MOUNT = "/storage"
 PORT = 8470
 
-#: The pod's server, sent as source (the helper image needs only python3).
-SERVER = (Path(__file__).parent / "storage_server.py").read_text()
+_FUTURE = "from __future__ import annotations\n"
+_IMPORT = re.compile(r"^from jupyter_pai\.backends\.storage_ops import \(.*?^\)\n", re.S | re.M)
+
+
+def shipped_server() -> str:
+    """The pod's server as one script (the helper image needs only python3):
+    :mod:`..storage_ops`' source, then the server's without its import of it."""
+    ops = (Path(__file__).parents[1] / "storage_ops.py").read_text()
+    server, found = _IMPORT.subn("", (Path(__file__).parent / "storage_server.py").read_text())
+    if found != 1:
+        raise RuntimeError("storage_server.py: its storage_ops import is not where expected")
+    return _FUTURE + (ops + "\n\n" + server).replace(_FUTURE, "")
 
 
 @dataclass
 class _Helper:
     name: str
     token: str
+    read_only: bool = True
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     failed: BaseException | None = None
     busy: int = 0
@@ -87,9 +103,10 @@ class HelperPods:
         self.exit_after = idle + 60.0 if exit_after is None else exit_after
         self.start_timeout = start_timeout
         self.helpers: dict[str, _Helper] = {}
+        self._retired: list[_Helper] = []
         self._ws: WsApiClient | None = None
 
-    def manifest(self, claim: str, token: str) -> dict[str, Any]:
+    def manifest(self, claim: str, token: str, read_only: bool = True) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
@@ -99,16 +116,22 @@ class HelperPods:
                 {
                     "name": "main",
                     "image": self.image,
-                    "command": ["python3", "-c", SERVER.replace("$", "$$")],
-                    "args": [MOUNT, str(PORT), str(MAX_FILE), f"{self.exit_after:g}"],
+                    # `$(VAR)` in a command is expanded by the kubelet: `$$` keeps a `$`.
+                    "command": ["python3", "-c", shipped_server().replace("$", "$$")],
+                    "args": [MOUNT, str(PORT), f"{self.exit_after:g}"],
                     "env": [{"name": "PAI_HELPER_TOKEN", "value": token}],
                     "ports": [{"containerPort": PORT, "name": "browse"}],
-                    "volumeMounts": [{"name": "storage", "mountPath": MOUNT, "readOnly": True}],
+                    "volumeMounts": [
+                        {"name": "storage", "mountPath": MOUNT, "readOnly": read_only}
+                    ],
                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
                 }
             ],
             "volumes": [
-                {"name": "storage", "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
+                {
+                    "name": "storage",
+                    "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only},
+                }
             ],
         }
         if self.options.node_selector:
@@ -129,10 +152,16 @@ class HelperPods:
 
     # -- the pod's life ----------------------------------------------------------------------
 
-    async def _helper(self, claim: str) -> _Helper:
+    async def _helper(self, claim: str, read_only: bool) -> _Helper:
         helper = self.helpers.get(claim)
+        if helper is not None and helper.read_only != read_only:
+            # Mounted the other way (the claim's access changed): a new pod; the old one
+            # goes once idle, or when the backend closes.
+            del self.helpers[claim]
+            self._retired.append(helper)
+            helper = None
         if helper is None:
-            helper = _Helper(name="", token=secrets.token_urlsafe(24))
+            helper = _Helper(name="", token=secrets.token_urlsafe(24), read_only=read_only)
             self.helpers[claim] = helper
             helper.busy += 1
             try:
@@ -152,7 +181,7 @@ class HelperPods:
         return helper
 
     async def _start(self, claim: str, helper: _Helper) -> None:
-        body = self.manifest(claim, helper.token)
+        body = self.manifest(claim, helper.token, helper.read_only)
         helper.name = body["metadata"]["name"]
         try:
             await self.rest.create(POD, self.namespace, body)
@@ -236,7 +265,8 @@ class HelperPods:
 
     async def close(self) -> None:
         """Deletes every helper pod (the backend is closing)."""
-        helpers, self.helpers = list(self.helpers.values()), {}
+        helpers, self.helpers = [*self.helpers.values(), *self._retired], {}
+        self._retired = []
         for helper in helpers:
             if helper.reaper is not None:
                 helper.reaper.cancel()
@@ -248,136 +278,112 @@ class HelperPods:
 
     # -- requests ----------------------------------------------------------------------------
 
-    async def read(self, claim: str, path_: str) -> StorageListing | FileContent:
+    async def read(
+        self, claim: str, path_: str, read_only: bool = True
+    ) -> StorageListing | FileContent:
+        """A listing of folder ``path_`` or file ``path_`` streamed (its chunks come as
+        the pod sends them)."""
         rel = str(clean_relative(path_))
+        answer = await self.request(claim, read_only, "GET", {"path": rel})
+        if answer.status == 200 and "json" not in answer.headers.get("content-type", ""):
+            mtime = answer.headers.get("x-mtime")
+            return FileContent(
+                name=rel.rsplit("/", 1)[-1],
+                size=answer.size,
+                chunks=answer.chunks(),
+                modified=datetime.fromtimestamp(float(mtime), timezone.utc) if mtime else None,
+            )
+        doc = await answer_doc(claim, answer)
+        return StorageListing(
+            storage=claim,
+            path="" if rel == "." else rel,
+            entries=[entry_model(e) for e in doc["entries"]],
+        )
+
+    async def request(
+        self,
+        claim: str,
+        read_only: bool,
+        method: str,
+        query: dict[str, str],
+        body: AsyncIterator[bytes] | None = None,
+        length: int = 0,
+    ) -> Answer:
+        """One HTTP request to ``claim``'s helper pod (started on first use), the answer's
+        head read; the caller reads its body (or closes it). A pod gone behind our back is
+        replaced once, when no byte of ``body`` was taken yet."""
+        taken = [False]
+
+        async def watched(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+            async for chunk in source:
+                taken[0] = True
+                yield chunk
+
+        sent = watched(body) if body is not None else None
+        target = "/?" + urlencode(query)
         for attempt in (1, 2):
-            helper = await self._helper(claim)
+            helper = await self._helper(claim, read_only)
             try:
-                doc, data = await self._ask(helper, rel)
-            except Unavailable:
-                # The pod may be gone (deleted behind our back): a new one, once.
+                answer = await self._ask(helper, method, target, sent, length)
+            except BaseException as error:
+                self._release(claim, helper)
+                if not isinstance(error, Unavailable):
+                    raise
                 if self.helpers.get(claim) is helper:
                     del self.helpers[claim]
                     await self._delete(helper.name)
-                if attempt == 2:
+                if attempt == 2 or taken[0]:
                     raise
                 continue
-            finally:
-                self._release(claim, helper)
-            return self._answer(claim, rel, doc, data)
+            # In use (not reaped) until its body is read or dropped.
+            answer.on_close = functools.partial(self._release, claim, helper)
+            return answer
         raise AssertionError("unreachable")
 
     async def _ask(
-        self, helper: _Helper, rel: str, timeout: float = 30
-    ) -> tuple[dict[str, Any], bytes | None]:
-        """One HTTP request through a port-forward; the server may not listen yet just
-        after the pod turned Running, so refused connections are retried a while."""
+        self,
+        helper: _Helper,
+        method: str,
+        target: str,
+        body: AsyncIterator[bytes] | None,
+        length: int,
+        timeout: float = 30,
+    ) -> Answer:
+        """The server may not listen yet just after the pod turned Running, so a refused
+        connection is retried a while (the refusal comes before the body is read)."""
         deadline = time.monotonic() + timeout
+        if self._ws is None:
+            self._ws = WsApiClient(configuration=self.rest.api.configuration)
+        head = (
+            f"{method} {target} HTTP/1.1\r\nHost: helper\r\nX-Token: {helper.token}\r\n"
+            f"Content-Length: {length}\r\nConnection: close\r\n\r\n"
+        ).encode()
         while True:
+            self.rest.requests += 1
             try:
-                return await asyncio.wait_for(self._http(helper, rel), timeout)
-            except ConnectionRefusedError as error:
+                connect = await open_stream(self._ws, self.namespace, helper.name, PORT)
+                return await exchange(connect, head, body, length)
+            except PortRefused as error:
                 if time.monotonic() > deadline:
                     raise Unavailable(f"the storage helper pod does not answer: {error}") from None
                 await asyncio.sleep(0.2)
+            except aiohttp.WSServerHandshakeError as error:
+                raise Unavailable(f"port-forward refused: {error.status} {error.message}") from None
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as error:
                 raise Unavailable(
                     f"the storage helper pod does not answer: {str(error) or type(error).__name__}"
                 ) from None
 
-    async def _http(self, helper: _Helper, rel: str) -> tuple[dict[str, Any], bytes | None]:
-        if self._ws is None:
-            self._ws = WsApiClient(configuration=self.rest.api.configuration)
-        self.rest.requests += 1
-        connect = await open_stream(self._ws, self.namespace, helper.name, PORT)
-        request = (
-            f"GET /?path={quote(rel)} HTTP/1.1\r\nHost: helper\r\n"
-            f"X-Token: {helper.token}\r\nConnection: close\r\n\r\n"
-        ).encode()
-        try:
-            async with connect as ws:
-                # v4.channel.k8s.io: channel 0 carries the port's data, 1 its errors; the
-                # first frame on each channel is the port number (2 bytes).
-                await ws.send_bytes(b"\x00" + request)
-                return await self._response(ws)
-        except aiohttp.WSServerHandshakeError as error:
-            raise Unavailable(f"port-forward refused: {error.status} {error.message}") from None
 
-    @staticmethod
-    async def _response(ws: aiohttp.ClientWebSocketResponse) -> tuple[dict[str, Any], bytes | None]:
-        seen: set[int] = set()
-        buffer = b""
-        length: int | None = None
-        head: bytes = b""
-        async for msg in ws:
-            if msg.type != aiohttp.WSMsgType.BINARY or not msg.data:
-                continue
-            channel, payload = msg.data[0], msg.data[1:]
-            if channel not in seen:
-                seen.add(channel)
-                payload = payload[2:]
-            if channel == 1 and payload:
-                text = payload.decode(errors="replace")
-                if "refused" in text:
-                    raise ConnectionRefusedError(text)
-                raise ValueError(f"port-forward error: {text}")
-            if channel != 0:
-                continue
-            buffer += payload
-            if length is None and b"\r\n\r\n" in buffer:
-                head, buffer = buffer.split(b"\r\n\r\n", 1)
-                headers = dict(
-                    line.split(": ", 1)
-                    for line in head.decode("latin-1").split("\r\n")[1:]
-                    if ": " in line
-                )
-                length = int({k.lower(): v for k, v in headers.items()}["content-length"])
-            # The forwarded stream is not closed after the reply: the length ends it.
-            if length is not None and len(buffer) >= length:
-                body = buffer[:length]
-                if b"application/octet-stream" in head:
-                    return {}, body
-                doc: dict[str, Any] = json.loads(body)
-                return doc, None
-        raise ValueError("the port-forward closed before the whole answer came")
-
-    @staticmethod
-    def _answer(
-        claim: str, rel: str, doc: dict[str, Any], data: bytes | None
-    ) -> StorageListing | FileContent:
-        error = doc.get("error")
-        shown = "" if rel == "." else rel
-        if error == "outside":
-            raise Forbidden(
-                f"path {rel!r} leads outside the storage (through a symbolic link)",
-                [FieldError("path", "a symbolic link points outside the storage")],
-            )
-        if error == "missing":
-            raise NotFound(f"storage {claim}: no file or folder {shown!r}")
-        if error == "large":
-            raise Forbidden(
-                f"{shown} is {doc.get('size')} bytes; the helper reads files up to {MAX_FILE}"
-            )
-        if error:
-            raise Unavailable(f"the storage helper pod refused: {error}")
-        if "entries" in doc:
-            return StorageListing(
-                storage=claim,
-                path=shown,
-                entries=[
-                    StorageEntry(
-                        name=e["name"],
-                        path=e["path"],
-                        type="directory" if e["dir"] else "file",
-                        size=None if e["dir"] else e["size"],
-                        modified=datetime.fromtimestamp(e["mtime"], timezone.utc),
-                    )
-                    for e in doc["entries"]
-                ],
-            )
-        content = data or b""
-
-        async def chunks() -> AsyncIterator[bytes]:
-            yield content
-
-        return FileContent(name=rel.rsplit("/", 1)[-1], size=len(content), chunks=chunks())
+async def answer_doc(storage: str, answer: Answer) -> Any:
+    """The answer's JSON; an error answer (an ``OpError`` kind) raises the core error the
+    local backend raises for the same refusal."""
+    doc = await answer.json()
+    if answer.status >= 400:
+        kind, message = doc.get("error", ""), doc.get("message", "")
+        if kind in ("token", "os", ""):
+            raise Unavailable(f"the storage helper pod refused: {message or kind}")
+        if kind == "busy":
+            raise Conflict(f"storage {storage}: {message}", [FieldError("path", message)])
+        raise_op_error(storage, kind, message, int(doc.get("received") or 0))
+    return doc

@@ -19,7 +19,7 @@ from ...errors import BadRequest, Conflict, FieldError, NotFound, SpecError
 from ...spec.protocol import JobProtocol
 from ...spec.render import secret_values
 from .. import storage_fs
-from ..base import Backend, FileContent, LogQuery, LogStream
+from ..base import Backend, FileContent, LogQuery, LogStream, UploadPiece
 from ..logfiles import LogStart, begin_reading, stream_file, tail_offset
 from ..logredaction import LogSecrets
 from ..models import (
@@ -32,11 +32,14 @@ from ..models import (
     JobUtilisation,
     NodeResources,
     Storage,
+    StorageEntry,
     StorageListing,
     TaskState,
     TaskStatus,
+    UploadState,
     VirtualCluster,
 )
+from ..storage_writes import FolderWrites, is_read_only
 from ..taskports import PortAddress
 from ..utilisation import job_utilisation
 from . import capacity, gpus
@@ -422,7 +425,7 @@ class LocalBackend(Backend):
             Storage(
                 name=name,
                 mount_path=conf.get("mountPath", f"/mnt/{name}"),
-                read_only=bool(conf.get("readOnly", False)),
+                read_only=is_read_only(conf),
                 description=conf.get("description"),
             )
             for name, conf in self.storages_config.items()
@@ -433,6 +436,27 @@ class LocalBackend(Backend):
         if conf is None:
             raise NotFound(f"no storage {name!r}")
         return await storage_fs.read_path(name, Path(str(conf["path"])), path)
+
+    def _writes(self, name: str, write: bool = True) -> FolderWrites:
+        return FolderWrites.configured(self.storages_config, name, write)
+
+    async def write_storage(self, name: str, path: str, piece: UploadPiece) -> UploadState:
+        return await self._writes(name).write(path, piece)
+
+    async def upload_state(self, name: str, path: str) -> UploadState:
+        return await self._writes(name).upload_state(path)
+
+    async def make_folder(self, name: str, path: str) -> StorageEntry:
+        return await self._writes(name).make_folder(path)
+
+    async def move_storage(self, name: str, path: str, to: str) -> StorageEntry:
+        return await self._writes(name).move(path, to)
+
+    async def delete_storage(self, name: str, path: str, recursive: bool = False) -> None:
+        await self._writes(name).delete(path, recursive)
+
+    async def archive_storage(self, name: str, path: str, fmt: str) -> FileContent:
+        return await self._writes(name, write=False).archive(path, fmt)
 
     def storage_folder(self, name: str) -> str | None:
         path = self.storages_config.get(name, {}).get("path")
