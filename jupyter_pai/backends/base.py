@@ -266,8 +266,12 @@ class Backend(LoggingConfigurable):
         ``to`` exists."""
 
     @abc.abstractmethod
-    async def delete_storage(self, name: str, path: str, recursive: bool = False) -> None:
-        """Deletes a file, or a folder (a non-empty one only when ``recursive``)."""
+    async def delete_storage(
+        self, name: str, path: str, recursive: bool = False, upload: bool = False
+    ) -> None:
+        """Deletes a file, or a folder (a non-empty one only when ``recursive``); with
+        ``upload``, only the bytes of an upload to ``path`` under way (a cancelled one),
+        the file under the name staying as it was."""
 
     @abc.abstractmethod
     async def archive_storage(self, name: str, path: str, fmt: str) -> FileContent:

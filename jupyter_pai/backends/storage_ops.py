@@ -394,6 +394,20 @@ def delete(root: str, rel: str, recursive: bool) -> None:
         raise _os_error(error, rel) from None
 
 
+def discard_upload(root: str, rel: str) -> None:
+    """Deletes the bytes of an upload to ``rel`` under way (its temporary file), if any;
+    the file under the name, if any, stays as it was."""
+    real_root = _real_root(root)
+    parts = _parts(rel)
+    try:
+        target = _write_target(real_root, parts, rel, create=False)
+    except OpError as error:
+        if error.kind in ("missing", "notdir"):
+            return
+        raise
+    _remove_quietly(_temp_of(target))
+
+
 class _Sink:
     """A file-like writer that cannot seek: what an archive writes is collected here and
     handed out in blocks as it is made."""

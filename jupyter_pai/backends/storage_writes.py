@@ -192,7 +192,10 @@ class FolderWrites:
     async def move(self, path: str, to: str) -> StorageEntry:
         return entry_model(await in_thread(self.storage, storage_ops.move, self.root, path, to))
 
-    async def delete(self, path: str, recursive: bool) -> None:
+    async def delete(self, path: str, recursive: bool, upload: bool = False) -> None:
+        if upload:
+            await in_thread(self.storage, storage_ops.discard_upload, self.root, path)
+            return
         await in_thread(self.storage, storage_ops.delete, self.root, path, recursive)
 
     async def archive(self, path: str, fmt: str) -> FileContent:

@@ -117,6 +117,13 @@ async def test_upload_whole_in_pieces_and_resumed(rw: KubernetesBackend, volume:
     assert state.complete
     assert (volume.root / "up" / "cut.bin").read_bytes() == data
 
+    # A cancelled upload is discarded: its bytes go, the file under the name stays.
+    await rw.write_storage(claim, "up/whole.bin", piece(data[:cut], 0, len(data)))
+    assert no_temp(volume.root)
+    await rw.delete_storage(claim, "up/whole.bin", upload=True)
+    assert no_temp(volume.root) == []
+    assert (volume.root / "up" / "whole.bin").read_bytes() == whole
+
 
 async def test_folders_moves_and_deletes(
     kube_cluster: TestCluster, rw: KubernetesBackend, volume: Volume

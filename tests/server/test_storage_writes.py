@@ -537,3 +537,25 @@ class TestAReadOnlyUser:
         assert [r.code for r in refused] == [403] * 4
         assert all("not authorized to write" in r.text for r in refused)
         assert os.listdir(storage_root) == ["a.txt"]
+
+
+async def test_a_cancelled_upload_is_discarded_leaving_the_file_as_it_was(
+    pai: PAIClient, storage_root: Path
+) -> None:
+    (storage_root / "kept.bin").write_bytes(b"the old content")
+    data = os.urandom(PIECE_LIMIT + 10)
+    where = ("storage", "work", "kept.bin")
+    first = data[:PIECE_LIMIT]
+    r = await pai.request("PUT", *where, body=first, headers=piece_headers(0, first, len(data)))
+    assert r.code == 200 and r.json()["received"] == PIECE_LIMIT, r
+    assert [n for n in os.listdir(storage_root) if is_upload_temp(n)]
+    # The upload is given up: its temporary bytes go, the file under the name stays.
+    r = await pai.request("DELETE", *where, params={"upload": "1"})
+    assert r.code == 204, r
+    assert sorted(os.listdir(storage_root)) == ["kept.bin"]
+    assert (storage_root / "kept.bin").read_bytes() == b"the old content"
+    assert (await pai.request("GET", *where, params={"upload": "1"})).json()["received"] == 0
+    # Nothing to discard is no error; a read-only storage refuses it like any write.
+    assert (await pai.request("DELETE", *where, params={"upload": "1"})).code == 204
+    r = await pai.request("DELETE", "storage", "shared", "given.txt", params={"upload": "1"})
+    assert r.code == 403, r

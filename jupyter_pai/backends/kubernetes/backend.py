@@ -568,9 +568,11 @@ class KubernetesBackend(Backend):
         calls, read_only = self._claim(name)
         return await calls.move(name, path_, to, read_only)
 
-    async def delete_storage(self, name: str, path_: str, recursive: bool = False) -> None:
+    async def delete_storage(
+        self, name: str, path_: str, recursive: bool = False, upload: bool = False
+    ) -> None:
         calls, read_only = self._claim(name)
-        await calls.delete(name, path_, recursive, read_only)
+        await calls.delete(name, path_, recursive, read_only, upload)
 
     async def archive_storage(self, name: str, path_: str, fmt: str) -> FileContent:
         calls, read_only = self._claim(name)

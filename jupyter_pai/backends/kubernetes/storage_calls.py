@@ -117,11 +117,15 @@ class StorageCalls:
             await answer_doc(storage, await self._ask(storage, False, "PATCH", query))
         )
 
-    async def delete(self, storage: str, path: str, recursive: bool, read_only: bool) -> None:
+    async def delete(
+        self, storage: str, path: str, recursive: bool, read_only: bool, upload: bool = False
+    ) -> None:
         refuse_read_only(storage, read_only)
         query = {"path": _rel(path), "recursive": "1" if recursive else "0"}
+        if upload:
+            query["upload"] = "1"
         if folder := self._folder(storage):
-            return await folder.delete(query["path"], recursive)
+            return await folder.delete(query["path"], recursive, upload)
         await answer_doc(storage, await self._ask(storage, False, "DELETE", query))
 
     async def archive(self, storage: str, path: str, fmt: str, read_only: bool) -> FileContent:

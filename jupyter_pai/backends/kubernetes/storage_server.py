@@ -34,6 +34,7 @@ from jupyter_pai.backends.storage_ops import (  # SHIPPED: replaced by storage_o
     OpError,
     archive,
     delete,
+    discard_upload,
     entry,
     is_upload_temp,
     make_folder,
@@ -175,6 +176,9 @@ def main() -> None:
                     self._send(201, make_folder(root, rel))
                 elif method == "PATCH":
                     self._send(200, move(root, rel, query["to"]))
+                elif method == "DELETE" and query.get("upload") == "1":
+                    discard_upload(root, rel)
+                    self._send(200, {})
                 elif method == "DELETE":
                     delete(root, rel, query.get("recursive") == "1")
                     self._send(200, {})

@@ -452,8 +452,10 @@ class LocalBackend(Backend):
     async def move_storage(self, name: str, path: str, to: str) -> StorageEntry:
         return await self._writes(name).move(path, to)
 
-    async def delete_storage(self, name: str, path: str, recursive: bool = False) -> None:
-        await self._writes(name).delete(path, recursive)
+    async def delete_storage(
+        self, name: str, path: str, recursive: bool = False, upload: bool = False
+    ) -> None:
+        await self._writes(name).delete(path, recursive, upload)
 
     async def archive_storage(self, name: str, path: str, fmt: str) -> FileContent:
         return await self._writes(name, write=False).archive(path, fmt)

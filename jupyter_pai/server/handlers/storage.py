@@ -223,7 +223,15 @@ class StorageHandler(PAIHandler):
                 f"recursive={said!r}: say true or false",
                 [FieldError("recursive", "true or false")],
             )
+        upload = self.get_argument("upload", "").strip().lower()
+        if upload not in TRUE + FALSE:
+            raise BadRequest(
+                f"upload={upload!r}: say true or false",
+                [FieldError("upload", "true or false")],
+            )
         backend = await self.backend()
-        await backend.delete_storage(name, path or "", recursive=said in TRUE)
+        await backend.delete_storage(
+            name, path or "", recursive=said in TRUE, upload=upload in TRUE
+        )
         self.set_status(204)
         self.finish()
