@@ -11,7 +11,10 @@ import {
   Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
-import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import {
+  IDefaultFileBrowser,
+  IFileBrowserFactory
+} from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
@@ -29,6 +32,7 @@ import {
 } from './panelstate';
 import type { JobSummary } from './restmodels';
 import { PAIStatusItem } from './statusbar';
+import { addStorageDrives } from './storagedrives';
 import { createPortTab, portWidgetId, type ITaskPort } from './taskports';
 import { PLUGIN_ID, CommandIDs } from './tokens';
 
@@ -42,7 +46,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ICommandPalette,
     ISettingRegistry,
     IStatusBar,
-    IDefaultFileBrowser
+    IDefaultFileBrowser,
+    IFileBrowserFactory
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -50,7 +55,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
     statusBar: IStatusBar | null,
-    fileBrowser: IDefaultFileBrowser | null
+    fileBrowser: IDefaultFileBrowser | null,
+    browserFactory: IFileBrowserFactory | null
   ) => {
     const model = new PAIModel(
       new PAIClient(app.serviceManager.serverSettings)
@@ -172,6 +178,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
           })
       : Promise.resolve();
     void Promise.all([ready, app.restored]).then(() => model.start());
+    // Each storage as a drive (`work:`) with its own file browser.
+    if (browserFactory) {
+      addStorageDrives(app, model.client, browserFactory, fileBrowser).catch(
+        reason => console.warn('jupyter-pai: storage drives not added', reason)
+      );
+    }
   }
 };
 

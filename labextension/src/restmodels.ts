@@ -213,6 +213,16 @@ export interface StorageListing {
   entries: StorageEntry[];
 }
 
+/** How far an upload has come (PUT and GET `?upload=1` answer it). */
+export interface UploadState {
+  storage: string;
+  path: string;
+  received: number;
+  total?: number | null;
+  /** The file is under its final name. */
+  complete?: boolean;
+}
+
 export interface Info {
   backend: string;
   flavor?: string | null;

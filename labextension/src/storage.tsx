@@ -18,6 +18,17 @@ import type { StorageContent } from './api';
 import { formatBytes, formatTime } from './displayformat';
 import type { StorageEntry } from './restmodels';
 import { describeError, PAIModel } from './panelstate';
+import { StorageEntryActions } from './storageentryactions';
+import { StorageToolbar } from './storagetoolbar';
+import {
+  archiveUrl,
+  deleteEntry,
+  droppedFiles,
+  makeFolder,
+  moveEntry
+} from './storagewrites';
+import { UploadProgress } from './uploadprogress';
+import { useUploads } from './useuploads';
 
 const PREVIEW_BYTES = 256 * 1024;
 
@@ -77,6 +88,31 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
 
   const storage = storages.find(s => s.name === name);
   const mountPath = storage?.mountPath ?? `/mnt/${name}`;
+  const writable = !!storage && !storage.readOnly;
+  const uploads = useUploads(model.client, name, () => void load());
+  const [dropping, setDropping] = React.useState(false);
+
+  // A write, then the listing again; the server's sentence on failure.
+  const write = async (what: () => Promise<unknown>) => {
+    let failure: string | null = null;
+    try {
+      await what();
+    } catch (e) {
+      failure = describeError(e);
+    }
+    await load(); // clears the error line, so the failure is set after it
+    setError(failure);
+  };
+  const folder = preview
+    ? preview.path.split('/').slice(0, -1).join('/')
+    : path;
+  const onDrop = async (e: React.DragEvent) => {
+    e.preventDefault();
+    setDropping(false);
+    if (writable) {
+      uploads.start(await droppedFiles(e.dataTransfer), folder);
+    }
+  };
 
   const mount = (p: string) => {
     const inJob = containerPath(mountPath, p);
@@ -115,7 +151,17 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
       : [];
 
   return (
-    <div className="jp-PAI-storage">
+    <div
+      className={`jp-PAI-storage${dropping ? ' jp-mod-dropping' : ''}`}
+      onDragOver={e => {
+        if (writable && e.dataTransfer.types.includes('Files')) {
+          e.preventDefault();
+          setDropping(true);
+        }
+      }}
+      onDragLeave={() => setDropping(false)}
+      onDrop={e => void onDrop(e)}
+    >
       <div className="jp-PAI-filters">
         <select
           aria-label="Storage"
@@ -156,6 +202,25 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
       {storage?.description && (
         <div className="jp-PAI-hint">{storage.description}</div>
       )}
+      <StorageToolbar
+        storage={name}
+        path={folder}
+        readOnly={!writable}
+        archiveUrl={archiveUrl(model.client, name, folder)}
+        onFiles={files =>
+          uploads.start(
+            files.map(file => ({ file, path: file.name })),
+            folder
+          )
+        }
+        onNewFolder={p => void write(() => makeFolder(model.client, name, p))}
+      />
+      <UploadProgress
+        items={uploads.items}
+        running={uploads.running}
+        onCancel={uploads.cancel}
+        onClose={uploads.clear}
+      />
       <nav className="jp-PAI-breadcrumbs" aria-label="Folder">
         <button
           type="button"
@@ -246,6 +311,20 @@ export function StorageBrowser(props: { model: PAIModel }): JSX.Element {
               >
                 <addIcon.react tag="span" className="jp-PAI-icon" />
               </button>
+              {writable && (
+                <StorageEntryActions
+                  storage={name}
+                  entry={entry}
+                  onRename={(e, to) =>
+                    void write(() => moveEntry(model.client, name, e.path, to))
+                  }
+                  onDelete={(e, recursive) =>
+                    void write(() =>
+                      deleteEntry(model.client, name, e.path, recursive)
+                    )
+                  }
+                />
+              )}
             </li>
           ))}
         </ul>

@@ -151,7 +151,13 @@ class KubeletProxy:
             self._reply(conn, "400 Bad Request", message.encode())
             return
         if source is None or not source.path.exists():
-            self._reply(conn, "404 Not Found", f"no logs for {'/'.join(parts)}".encode())
+            # The API server asks only for pods bound here: one the runner has not started
+            # yet is, as a kubelet says it, waiting (a 400 the API server passes on).
+            _, pod, container = parts
+            message = (
+                f'container "{container}" in pod "{pod}" is waiting to start: ContainerCreating'
+            )
+            self._reply(conn, "400 Bad Request", message.encode())
             return
         conn.sendall(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"

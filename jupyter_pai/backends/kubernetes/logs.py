@@ -5,6 +5,7 @@ previous instance."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from urllib.parse import quote
@@ -119,10 +120,44 @@ async def task_log(
             raise NotFound(
                 f"Kubernetes no longer keeps attempt {query.attempt} of task {role}-{query.index}"
             ) from None
+        if error.status == 400 and follow:  # followed from its start, once it starts
+            later = _once_started(rest, namespace, pod, tail, query.limit, secrets)
+            return LogStream(size=0, chunks=later, role=role, index=query.index)
         if error.status == 400:  # the container has not started: no log yet
             return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
         raise typed(error) from None
     return LogStream(size=0, chunks=chunks, role=role, index=query.index)
+
+
+#: How long a follow waits for its container to start, asking every ``START_POLL`` s.
+START_WAIT, START_POLL = 300.0, 0.2
+
+
+async def _once_started(
+    rest: Rest,
+    namespace: str,
+    pod: str,
+    tail: int | None,
+    limit: int | None,
+    secrets: LogSecrets,
+) -> AsyncGenerator[bytes, None]:
+    """A follow of a container that has not started yet: its log from its first line as
+    soon as it starts (a follower of a just-submitted job gets its first bytes then, not an
+    empty answer to ask again); ends empty if it does not start within ``START_WAIT``."""
+    deadline = asyncio.get_running_loop().time() + START_WAIT
+    while True:
+        await asyncio.sleep(START_POLL)
+        try:
+            chunks = await pod_log(
+                rest, namespace, pod, follow=True, tail=tail, limit=limit, secrets=secrets
+            )
+        except ApiError as error:
+            if error.status == 400 and asyncio.get_running_loop().time() < deadline:
+                continue
+            return
+        async for data in chunks:
+            yield data
+        return
 
 
 async def _follow_from_tail(

@@ -31,6 +31,7 @@ import type {
   SubmitResult,
   TaskStatus,
   TaskUtilisation,
+  UploadState,
   VirtualCluster,
   VirtualClusterList
 } from '../restmodels';
@@ -159,6 +160,13 @@ export const MODEL_FIELDS = {
     type: true,
     entries: true
   } satisfies Fields<StorageListing>,
+  UploadState: {
+    storage: true,
+    path: true,
+    received: true,
+    total: true,
+    complete: true
+  } satisfies Fields<UploadState>,
   FieldWarning: {
     path: true,
     message: true
