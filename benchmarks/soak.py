@@ -2,8 +2,10 @@
 stop jobs for ``--minutes`` (an hour by default), and print once a minute what the
 server holds: RSS, open file descriptors, threads, TCP connections (on Kubernetes: its
 watches and port-forwards to the API server) and child processes, with the requests and
-errors of that minute and their p99. What it holds should be flat after the warm-up
-(the first minutes); the last line compares the last minute with the third.
+errors of that minute and their p99 (and the first errors in words). What it holds should
+be flat after the warm-up (the first minutes); the last line compares the last minute with
+the third. Ended jobs beyond the newest 100 are deleted each minute, as a user cleans up,
+so the figures follow the server, not a growing list.
 
     python -m benchmarks.soak [--backend local|kube] [--minutes 60] [--cluster-dir DIR]
 
@@ -22,7 +24,7 @@ import itertools
 import json
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +38,21 @@ SHORT = "for i in $(seq 1 50); do echo soak line $i; sleep 0.1; done"
 LONG = "sleep 600"
 
 
+#: Ended jobs beyond the newest this many are deleted each minute, so what the server holds
+#: follows its own leaks, not a growing number of jobs.
+KEEP = 100
+
+
 class Minute:
     def __init__(self) -> None:
         self.times: list[float] = []
         self.errors = 0
+        self.said: list[str] = []
+
+    def error(self, what: str) -> None:
+        self.errors += 1
+        if len(self.said) < 3:
+            self.said.append(what)
 
 
 async def call(
@@ -50,12 +63,12 @@ async def call(
         async with s.request(method, url, **kw) as r:
             body = await r.read()
             status = r.status
-    except (aiohttp.ClientError, asyncio.TimeoutError):
-        m.errors += 1
+    except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        m.error(f"{method} {url.split('/pai/api')[-1]}: {type(error).__name__}")
         return 0, None
     m.times.append(time.perf_counter() - start)
     if status >= 400:
-        m.errors += 1
+        m.error(f"{method} {url.split('/pai/api')[-1]}: {status} {body[:200]!r}")
     return status, body
 
 
@@ -63,7 +76,7 @@ async def follow(s: aiohttp.ClientSession, url: str, seconds: float, m: Minute) 
     try:
         async with s.get(url, timeout=aiohttp.ClientTimeout(total=seconds + 30)) as r:
             if r.status != 200:
-                m.errors += 1
+                m.error(f"follow: {r.status} {(await r.read())[:200]!r}")
                 return
             until = time.monotonic() + seconds
             while time.monotonic() < until:
@@ -73,8 +86,8 @@ async def follow(s: aiohttp.ClientSession, url: str, seconds: float, m: Minute) 
                     break
                 if not chunk:
                     break  # the job ended
-    except (aiohttp.ClientError, asyncio.TimeoutError):
-        m.errors += 1
+    except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+        m.error(f"follow: {type(error).__name__}")
 
 
 async def cycle(
@@ -100,7 +113,7 @@ async def cycle(
         if r.status == 200:
             etag[0] = r.headers.get("ETag", "")
         elif r.status != 304:
-            m.errors += 1
+            m.error(f"GET jobs: {r.status}")
     if job_id:
         await call(s, "GET", f"{api}/jobs/{job_id}", m)
         url = f"{api}/jobs/{job_id}/logs?role=worker&index=0&follow=true"
@@ -139,7 +152,19 @@ def held(proc: psutil.Process) -> dict[str, int]:
         }
 
 
-async def soak(port: int, pid: int, minutes: int) -> None:
+Deleter = Callable[[list[str]], Awaitable[None]]
+
+
+async def prune(s: aiohttp.ClientSession, base: str, delete: Deleter) -> None:
+    """Deletes the ended jobs beyond the newest :data:`KEEP`."""
+    async with s.get(f"{base}/pai/api/jobs") as r:
+        jobs = (await r.json())["items"]
+    old = [j["id"] for j in jobs[KEEP:] if j["state"] in ("SUCCEEDED", "FAILED", "STOPPED")]
+    if old:
+        await delete(old)
+
+
+async def soak(port: int, pid: int, minutes: int, delete: Deleter) -> None:
     base = f"http://127.0.0.1:{port}"
     proc = psutil.Process(pid)
     rows: list[dict[str, int]] = []
@@ -159,6 +184,7 @@ async def soak(port: int, pid: int, minutes: int) -> None:
                 started = time.monotonic()
                 await cycle(s, base, next(n), m, etag, background)
                 await asyncio.sleep(max(0.0, 3.0 - (time.monotonic() - started)))
+            await prune(s, base, delete)
             async with s.get(f"{base}/pai/api/jobs?limit=1") as r:
                 total = (await r.json()).get("total", 0)
             row = held(proc)
@@ -166,7 +192,8 @@ async def soak(port: int, pid: int, minutes: int) -> None:
             p99 = stats(m.times)[1] if m.times else 0.0
             print(
                 f"{minute:3} {total:5} {row['rss_mb']:6} {row['fds']:5} {row['threads']:4}"
-                f" {row['tcp']:4} {row['children']:4} {len(m.times):5} {p99:7.1f} {m.errors:6}",
+                f" {row['tcp']:4} {row['children']:4} {len(m.times):5} {p99:7.1f} {m.errors:6}"
+                + (f"  ({'; '.join(m.said)})" if m.said else ""),
                 flush=True,
             )
         await asyncio.gather(*background, return_exceptions=True)
@@ -180,7 +207,7 @@ async def soak(port: int, pid: int, minutes: int) -> None:
 
 
 @contextlib.contextmanager
-def kube_server(cluster_dir: str | None) -> Iterator[tuple[int, int]]:
+def kube_server(cluster_dir: str | None) -> Iterator[tuple[int, int, Deleter]]:
     from benchmarks.kube_cluster import cluster
     from tests.cluster import manifests
 
@@ -192,20 +219,43 @@ def kube_server(cluster_dir: str | None) -> Iterator[tuple[int, int]]:
             "--KubernetesBackend.user=alice",
             f"--KubernetesBackend.node_selector={{'{manifests.RUNNER_LABEL}': 'true'}}",
         ]
-        with local_server(options) as found:
-            yield found
+        kubeconfig = state.users["alice"]
+
+        async def delete(ids: list[str]) -> None:
+            from jupyter_pai.backends.kubernetes import KubernetesBackend
+
+            b = KubernetesBackend(kubeconfig=kubeconfig, flavor="native", user="alice")
+            await b.start()
+            try:
+                for job_id in ids:
+                    with contextlib.suppress(Exception):
+                        await b.delete_job(job_id)
+            finally:
+                await b.close()
+
+        with local_server(options) as (port, pid, _):
+            yield port, pid, delete
 
 
 @contextlib.contextmanager
-def local_server(options: list[str] | None = None) -> Iterator[tuple[int, int]]:
+def local_server(options: list[str] | None = None) -> Iterator[tuple[int, int, Deleter]]:
     with tempfile.TemporaryDirectory(prefix="pai-soak-") as tmp:
         state, root = Path(tmp) / "state", Path(tmp) / "root"
         state.mkdir()
         root.mkdir()
         port = free_port()
         server = start_server(state, root, port, options or [])
+
+        async def delete(ids: list[str]) -> None:
+            from jupyter_pai.backends.local import LocalBackend
+
+            b = LocalBackend(state_dir=str(state), gpu_slots=0, housekeeping=0)
+            for job_id in ids:
+                with contextlib.suppress(Exception):
+                    await b.delete_job(job_id)
+
         try:
-            yield port, server.pid
+            yield port, server.pid, delete
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -218,9 +268,9 @@ def main() -> None:
     ap.add_argument("--cluster-dir", help="a running test cluster (tests.cluster up --dir)")
     args = ap.parse_args()
     server = kube_server(args.cluster_dir) if args.backend == "kube" else local_server()
-    with server as (port, pid):
+    with server as (port, pid, delete):
         print(f"soak on the {args.backend} backend for {args.minutes} min", flush=True)
-        asyncio.run(soak(port, pid, args.minutes))
+        asyncio.run(soak(port, pid, args.minutes, delete))
 
 
 if __name__ == "__main__":
