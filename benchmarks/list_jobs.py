@@ -167,7 +167,7 @@ def main() -> None:
 
 @contextlib.contextmanager
 def seeded_server(
-    jobs: int, log_lines: int = 0, logged: int = 0
+    jobs: int, log_lines: int = 0, logged: int = 0, options: Sequence[str] = ()
 ) -> Iterator[tuple[Path, int, subprocess.Popen[bytes]]]:
     """A real Jupyter server on the local backend over a fresh state directory seeded with
     ``jobs`` ended jobs (:func:`seed`): (state directory, port, server process)."""
@@ -178,7 +178,7 @@ def seeded_server(
         seed(state, jobs, log_lines=log_lines, logged=logged)
         print(f"seeded {jobs} job records in {time.perf_counter() - t:.1f} s")
         port = free_port()
-        server = start_server(state, root, port)
+        server = start_server(state, root, port, options)
         try:
             yield state, port, server
         finally:

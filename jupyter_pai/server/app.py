@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from jupyter_server.extension.application import ExtensionApp
 
 from .. import __version__
@@ -21,6 +23,9 @@ class PAIExtension(ExtensionApp):
 
     def initialize_settings(self) -> None:
         pai_config = PAIConfig(config=self.config, parent=self)
+        if pai_config.gc_thresholds:
+            # The server is the user's own: its collector is tuned for the job caches.
+            gc.set_threshold(*pai_config.gc_thresholds[:3])
         root = getattr(self.serverapp, "root_dir", None) or "."
         self.settings["jupyter_pai"] = PAIContext(pai_config, working_dir=root)
         self.log.info("jupyter-pai %s: backend %s", __version__, pai_config.backend)
