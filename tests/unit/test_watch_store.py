@@ -39,3 +39,50 @@ def test_the_store_drops_managed_fields_only() -> None:
 def test_objects_without_metadata_pass_unchanged() -> None:
     assert _slim({"kind": "Status"}) == {"kind": "Status"}
     assert _slim({"metadata": None}) == {"metadata": None}
+
+
+def test_an_event_keeps_only_what_is_read_of_it() -> None:
+    from jupyter_pai.backends.kubernetes.watch import slim_event
+
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": "pod.1",
+            "namespace": "alice",
+            "uid": "u",
+            "resourceVersion": "7",
+            "creationTimestamp": "2026-11-27T07:00:00Z",
+            "managedFields": [{"manager": "kubelet"}],
+            "annotations": {"x": "y"},
+        },
+        "involvedObject": {"kind": "Pod", "name": "pod", "uid": "p"},
+        "reason": "FailedScheduling",
+        "message": "0/4 nodes are available" + "." * 5000,
+        "type": "Warning",
+        "source": {"component": "default-scheduler"},
+        "reportingComponent": "default-scheduler",
+        "count": 3,
+        "firstTimestamp": "2026-11-27T07:00:00Z",
+        "lastTimestamp": "2026-11-27T07:00:05Z",
+        "eventTime": None,
+    }
+    slim = slim_event(event)
+    assert set(slim) == {
+        "metadata",
+        "involvedObject",
+        "reason",
+        "message",
+        "type",
+        "firstTimestamp",
+        "lastTimestamp",
+        "eventTime",
+    }
+    assert slim["metadata"] == {
+        "name": "pod.1",
+        "namespace": "alice",
+        "uid": "u",
+        "resourceVersion": "7",
+        "creationTimestamp": "2026-11-27T07:00:00Z",
+    }
+    assert slim["message"].startswith("0/4 nodes are available") and len(slim["message"]) == 2049

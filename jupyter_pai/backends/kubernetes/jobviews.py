@@ -40,7 +40,7 @@ from .naming import (
 from .resources import CONFIG_MAP, EVENT, POD, PVC, Kind
 from .rest import Obj, Rest
 from .states import JobView, job_view, now, parse_time
-from .watch import Reflector, WatchCache
+from .watch import Reflector, WatchCache, slim_event
 
 OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
@@ -115,7 +115,11 @@ class JobViews:
         self.cache.add(
             "events",
             Reflector(
-                rest, EVENT, ns, index=lambda o: [(o.get("involvedObject") or {}).get("name", "")]
+                rest,
+                EVENT,
+                ns,
+                index=lambda o: [(o.get("involvedObject") or {}).get("name", "")],
+                slim=slim_event,
             ),
         )
         for kind in flavor.extra_kinds:

@@ -39,6 +39,33 @@ def _slim(obj: Obj) -> Obj:
     return obj
 
 
+#: What is read of an Event (waiting reasons, job events): the rest is not kept.
+EVENT_FIELDS = (
+    "reason",
+    "message",
+    "type",
+    "involvedObject",
+    "firstTimestamp",
+    "lastTimestamp",
+    "eventTime",
+)
+EVENT_METADATA = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+#: An event's message is shown in a line: a longer one is cut.
+EVENT_MESSAGE_MAX = 2048
+
+
+def slim_event(obj: Obj) -> Obj:
+    """An Event as the store keeps it: a namespace's events come and go by the thousand
+    (an hour each), so only the fields read are kept, a message cut at 2 KiB."""
+    meta = obj.get("metadata") or {}
+    out: Obj = {k: obj[k] for k in EVENT_FIELDS if k in obj}
+    out["metadata"] = {k: meta[k] for k in EVENT_METADATA if k in meta}
+    message = out.get("message")
+    if isinstance(message, str) and len(message) > EVENT_MESSAGE_MAX:
+        out["message"] = message[:EVENT_MESSAGE_MAX] + "…"
+    return out
+
+
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -56,8 +83,11 @@ class Reflector:
         label_selector: str | None = None,
         index: Callable[[Obj], Iterable[str]] | None = None,
         max_backoff: float = 2.0,
+        slim: Callable[[Obj], Obj] = _slim,
     ) -> None:
+        """``slim``: what of each object is kept (default: all but ``managedFields``)."""
         self.rest = rest
+        self._slim = slim
         self.kind = kind
         self.namespace = namespace if kind.namespaced else None
         self.label_selector = label_selector
@@ -165,7 +195,7 @@ class Reflector:
                 raise
             self.lists += 1
             for item in page.get("items") or []:
-                items[_key(item)] = _slim(item)
+                items[_key(item)] = self._slim(item)
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 break
@@ -192,7 +222,9 @@ class Reflector:
         self._mark(True, None)
         async for line in self.rest.lines(resp):
             event = json.loads(line)
-            kind, obj = event.get("type"), _slim(event.get("object") or {})
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind not in ("ERROR", "BOOKMARK"):  # a Status or a bare version: kept whole
+                obj = self._slim(obj)
             if kind == "ERROR":
                 if obj.get("code") == 410:
                     raise Gone()
