@@ -10,15 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from pathlib import Path
 from typing import Any
 
 from traitlets import Dict, Float, Int, List, Unicode, default
 
 from ... import __version__
-from ...errors import Forbidden, NotFound, PAIError, Unavailable
+from ...errors import Forbidden, PAIError, Unavailable
 from ...spec.protocol import JobProtocol
-from ..base import Backend, FileContent, LogQuery, LogStream, UploadPiece
+from ..base import Backend, LogQuery, LogStream
 from ..models import (
     GpuTypeUsage,
     Info,
@@ -29,17 +28,14 @@ from ..models import (
     JobUtilisation,
     NodeResources,
     Resources,
-    Storage,
-    StorageEntry,
-    StorageListing,
     TaskStatus,
-    UploadState,
     VirtualCluster,
 )
 from ..selfcheck import SelfCheck
 from ..taskports import PortAddress
 from ..utilisation import GpuReading, job_utilisation
 from . import connect, gpu_placement, identity, registries, selfcheck, vc_usage
+from .claimstorage import ClaimStorage
 from .flavors import FLAVORS, Flavor, FlavorSettings, HivedSettings, NativeSettings
 from .gpumetrics import PrometheusGpus
 from .interrupted import finish_interrupted
@@ -58,14 +54,12 @@ from .resources import NODE
 from .rest import ApiError, Rest, path, typed
 from .states import Obj, job_view
 from .storage import HelperPods
-from .storage_calls import StorageCalls
 
-MOUNT_PATH_ANNOTATION = "jupyter-pai.io/mount-path"
 #: A pod whose containers have all exited: its log is final.
 ENDED_PHASES = ("Succeeded", "Failed")
 
 
-class KubernetesBackend(Backend):
+class KubernetesBackend(ClaimStorage, Backend):
     """Jobs of one namespace, as the credentials it is given allow."""
 
     name = "kubernetes"
@@ -515,65 +509,3 @@ class KubernetesBackend(Backend):
                 await self.gpu_types.types()
             vc_usage.add_gpu_types(found, list(self._gpu_type_usage().values()))
         return found
-
-    # -- storage -------------------------------------------------------------------------
-
-    async def storages(self) -> list[Storage]:
-        self.cache.check()
-        out = []
-        for claim in sorted(self.cache["claims"].values(), key=lambda c: c["metadata"]["name"]):
-            meta = claim["metadata"]
-            name = meta["name"]
-            modes = (claim.get("spec") or {}).get("accessModes") or []
-            out.append(
-                Storage(
-                    name=name,
-                    mount_path=(meta.get("annotations") or {}).get(
-                        MOUNT_PATH_ANNOTATION, f"/mnt/{name}"
-                    ),
-                    read_only=modes == ["ReadOnlyMany"],
-                    description=f"persistent volume claim {name}",
-                )
-            )
-        return out
-
-    def _claim(self, name: str) -> tuple[StorageCalls, bool]:
-        """The calls that reach storage ``name``, and whether it is read-only."""
-        self.cache.check()
-        claim = self.cache["claims"].get(name)
-        if claim is None:
-            raise NotFound(f"no storage {name!r}")
-        assert self.helpers is not None
-        local = self.storage_local_paths.get(name)
-        calls = StorageCalls(self.helpers, Path(str(local)) if local else None)
-        return calls, ((claim.get("spec") or {}).get("accessModes") or []) == ["ReadOnlyMany"]
-
-    async def read_storage(self, name: str, path_: str) -> StorageListing | FileContent:
-        calls, read_only = self._claim(name)
-        return await calls.read(name, path_, read_only)
-
-    async def write_storage(self, name: str, path_: str, piece: UploadPiece) -> UploadState:
-        calls, read_only = self._claim(name)
-        return await calls.write(name, path_, piece, read_only)
-
-    async def upload_state(self, name: str, path_: str) -> UploadState:
-        calls, read_only = self._claim(name)
-        return await calls.upload_state(name, path_, read_only)
-
-    async def make_folder(self, name: str, path_: str) -> StorageEntry:
-        calls, read_only = self._claim(name)
-        return await calls.make_folder(name, path_, read_only)
-
-    async def move_storage(self, name: str, path_: str, to: str) -> StorageEntry:
-        calls, read_only = self._claim(name)
-        return await calls.move(name, path_, to, read_only)
-
-    async def delete_storage(
-        self, name: str, path_: str, recursive: bool = False, upload: bool = False
-    ) -> None:
-        calls, read_only = self._claim(name)
-        await calls.delete(name, path_, recursive, read_only, upload)
-
-    async def archive_storage(self, name: str, path_: str, fmt: str) -> FileContent:
-        calls, read_only = self._claim(name)
-        return await calls.archive(name, path_, fmt, read_only)
