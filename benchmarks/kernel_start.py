@@ -6,8 +6,9 @@ kernelspec on the same machine (the baseline), alternating, with a free GPU.
     python benchmarks/kernel_start.py --runs 10 --kube [--cluster-dir DIR]
 
 ``--kube`` also measures the ``pai`` kernel on the test cluster (tests/cluster, its own
-unless ``--cluster-dir`` names a running one), per flavor: a one-pod job on the runner
-node with a free GPU, reached through the API server's port-forward; goal <= 3 s.
+unless ``--cluster-dir`` names a running one), per flavor (native, volcano, kueue, hived):
+a one-pod job on the runner node with a free GPU, reached through the API server's
+port-forward; goal <= 3 s.
 Each kernel is shut down (its job stopped, GPUs freed) before the next starts.
 """
 
@@ -140,7 +141,7 @@ def main() -> None:
 
             # The kernel's pod runs on the runner node (the only one whose pods run).
             with cluster(args.cluster_dir, runner=True) as state:
-                for flavor in ("native", "volcano"):
+                for flavor in ("native", "volcano", "kueue", "hived"):
                     took = asyncio.run(on_cluster(str(state.users["alice"]), flavor, args.runs))
                     print(f"test cluster, flavor {flavor}, {args.runs} runs (goal <= 3 s)")
                     print(f"  pai kernelspec, pod through port-forward: {summary(took)}")
