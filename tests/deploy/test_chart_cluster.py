@@ -5,6 +5,7 @@ its namespace is not labelled for, the hub writing outside the namespaces it man
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -151,7 +152,7 @@ def test_volcano_queue_policy(
     kube_cluster: TestCluster, applied: Callable[[list[Manifest]], None]
 ) -> None:
     # research split by GPU type: its type queues count as research.
-    values = flavor_values("volcano")
+    values = copy.deepcopy(flavor_values("volcano"))  # shared with the other tests
     values["gpuTypes"] = {"H100-80GB": {"product": "NVIDIA-H100-80GB-HBM3"}}
     values["virtualClusters"]["typed"] = {"gpuTypes": {"H100-80GB": 2}}
     docs = objects(template(values))
