@@ -22,6 +22,8 @@ import asyncio
 import contextlib
 import itertools
 import json
+import signal
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -267,6 +269,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=int, default=60)
     ap.add_argument("--cluster-dir", help="a running test cluster (tests.cluster up --dir)")
     args = ap.parse_args()
+    # Stopped with SIGTERM, it still stops its server and cluster on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = kube_server(args.cluster_dir) if args.backend == "kube" else local_server()
     with server as (port, pid, delete):
         print(f"soak on the {args.backend} backend for {args.minutes} min", flush=True)
