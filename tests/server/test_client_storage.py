@@ -12,7 +12,6 @@ import io
 import json
 import os
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ import nbformat
 import pytest
 import yarl
 from nbclient import NotebookClient
-from traitlets.config import Config
 
 from jupyter_pai import Client
 from jupyter_pai.backends.storage_writes import OffsetConflict
@@ -29,6 +27,10 @@ from jupyter_pai.errors import Conflict, Forbidden, NotFound
 from jupyter_pai.notebook.storage import StorageClient
 from jupyter_pai.notebook.storage_files import unpack
 from tests.notebook_run import error_of, text_of
+
+from .test_client import client
+
+__all__ = ["client"]  # the local and REST clients of test_client, shared
 
 KB = 1024
 
@@ -48,26 +50,6 @@ def pai_extra_config(storage_root: Path, readonly_root: Path) -> dict[str, Any]:
         "data": {"path": str(readonly_root), "mountPath": "/mnt/data", "readOnly": True},
     }
     return {"LocalBackend": {"stop_grace_seconds": 2, "storages_config": storages}}
-
-
-@pytest.fixture(params=["local", "rest"])
-def client(
-    request: pytest.FixtureRequest,
-    pai_state_dir: Path,
-    tmp_path: Path,
-    jp_server_config: dict[str, Any],
-) -> Iterator[Client]:
-    if request.param == "local":
-        config = Config({"LocalBackend": jp_server_config["LocalBackend"]})
-        made = Client(working_dir=tmp_path, config=config)
-    else:
-        server = request.getfixturevalue("jp_serverapp")
-        request.getfixturevalue("http_server_client")  # listening on jp_http_port
-        port = request.getfixturevalue("jp_http_port")
-        base = request.getfixturevalue("jp_base_url")
-        made = Client(url=f"http://127.0.0.1:{port}{base}", token=server.identity_provider.token)
-    yield made
-    made.close()
 
 
 def pattern(size: int, seed: int = 0) -> bytes:

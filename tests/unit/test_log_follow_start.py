@@ -45,22 +45,25 @@ class WaitingThenStarted:
         return Response([b"first line\n", b"second line\n"])
 
 
+async def follow(rest: WaitingThenStarted) -> list[bytes]:
+    """What a follow of pod-0's log yields, from its first ask to its end."""
+    chunks = logs._once_started(
+        rest,  # type: ignore[arg-type]
+        "alice",
+        "pod-0",
+        None,
+        None,
+        logredaction.LogSecrets(),
+    )
+    return [chunk async for chunk in chunks]
+
+
 async def test_a_follow_starts_with_the_first_line_once_the_container_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(logs, "START_POLL", 0.01)
     rest = WaitingThenStarted(waits=3)
-    got = [
-        chunk
-        async for chunk in logs._once_started(
-            rest,  # type: ignore[arg-type]
-            "alice",
-            "pod-0",
-            None,
-            None,
-            logredaction.LogSecrets(),
-        )
-    ]
+    got = await follow(rest)
     assert b"".join(got) == b"first line\nsecond line\n"
     assert len(rest.asked) == 4
     assert all(q["follow"] == "true" for q in rest.asked)
@@ -72,15 +75,5 @@ async def test_a_container_that_never_starts_ends_the_follow_empty(
     monkeypatch.setattr(logs, "START_POLL", 0.01)
     monkeypatch.setattr(logs, "START_WAIT", 0.05)
     rest = WaitingThenStarted(waits=10**6)
-    got = [
-        chunk
-        async for chunk in logs._once_started(
-            rest,  # type: ignore[arg-type]
-            "alice",
-            "pod-0",
-            None,
-            None,
-            logredaction.LogSecrets(),
-        )
-    ]
+    got = await follow(rest)
     assert got == [] and 2 <= len(rest.asked) < 50

@@ -5,7 +5,6 @@ same core errors the local backend raises. Paths are checked here before any pod
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ...errors import BadRequest, FieldError, Forbidden
@@ -14,7 +13,6 @@ from ..base import FileContent, UploadPiece
 from ..models import StorageEntry, StorageListing, UploadState
 from ..storage_fs import clean_relative
 from ..storage_writes import FolderWrites, entry_model
-from .helper_http import Answer
 from .storage import HelperPods, answer_doc
 
 ARCHIVES = ("zip", "tar.gz")
@@ -49,17 +47,6 @@ class StorageCalls:
     def _folder(self, storage: str) -> FolderWrites | None:
         return FolderWrites(storage, str(self.local)) if self.local is not None else None
 
-    async def _ask(
-        self,
-        storage: str,
-        read_only: bool,
-        method: str,
-        query: dict[str, str],
-        body: AsyncIterator[bytes] | None = None,
-        length: int = 0,
-    ) -> Answer:
-        return await self.helpers.request(storage, read_only, method, query, body, length)
-
     async def read(self, storage: str, path: str, read_only: bool) -> StorageListing | FileContent:
         _rel(path)  # traversal refused before anything runs
         if self.local is not None:
@@ -80,7 +67,9 @@ class StorageCalls:
             return await folder.write(path, piece)
         query = {"path": rel, "offset": str(piece.offset), "total": str(piece.total)}
         try:
-            answer = await self._ask(storage, False, "PUT", query, piece.chunks, piece.size)
+            answer = await self.helpers.request(
+                storage, False, "PUT", query, piece.chunks, piece.size
+            )
         except (OverflowError, EOFError) as error:
             raise BadRequest(str(error), [FieldError("Content-Range", str(error))]) from None
         doc = await answer_doc(storage, answer)
@@ -97,7 +86,7 @@ class StorageCalls:
         rel = _rel(path)
         if folder := self._folder(storage):
             return await folder.upload_state(path)
-        answer = await self._ask(storage, False, "GET", {"path": rel, "upload": "1"})
+        answer = await self.helpers.request(storage, False, "GET", {"path": rel, "upload": "1"})
         doc = await answer_doc(storage, answer)
         return UploadState(storage=storage, path=rel, received=doc["received"])
 
@@ -105,7 +94,7 @@ class StorageCalls:
         refuse_read_only(storage, read_only)
         if folder := self._folder(storage):
             return await folder.make_folder(_rel(path))
-        answer = await self._ask(storage, False, "POST", {"path": _rel(path)})
+        answer = await self.helpers.request(storage, False, "POST", {"path": _rel(path)})
         return entry_model(await answer_doc(storage, answer))
 
     async def move(self, storage: str, path: str, to: str, read_only: bool) -> StorageEntry:
@@ -114,7 +103,7 @@ class StorageCalls:
         if folder := self._folder(storage):
             return await folder.move(query["path"], query["to"])
         return entry_model(
-            await answer_doc(storage, await self._ask(storage, False, "PATCH", query))
+            await answer_doc(storage, await self.helpers.request(storage, False, "PATCH", query))
         )
 
     async def delete(
@@ -126,7 +115,7 @@ class StorageCalls:
             query["upload"] = "1"
         if folder := self._folder(storage):
             return await folder.delete(query["path"], recursive, upload)
-        await answer_doc(storage, await self._ask(storage, False, "DELETE", query))
+        await answer_doc(storage, await self.helpers.request(storage, False, "DELETE", query))
 
     async def archive(self, storage: str, path: str, fmt: str, read_only: bool) -> FileContent:
         if fmt not in ARCHIVES:
@@ -137,7 +126,9 @@ class StorageCalls:
         rel = _rel(path)
         if folder := self._folder(storage):
             return await folder.archive(rel, fmt)
-        answer = await self._ask(storage, read_only, "GET", {"path": rel, "archive": fmt})
+        answer = await self.helpers.request(
+            storage, read_only, "GET", {"path": rel, "archive": fmt}
+        )
         if answer.status != 200:
             await answer_doc(storage, answer)
         name = storage if rel == "." else rel.rsplit("/", 1)[-1]
