@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import dynamic
+from kubernetes import client, dynamic
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import exceptions as dynamic_errors
 
 from jupyter_pai.backends.kubernetes import KubernetesBackend
@@ -153,9 +154,54 @@ def _settled(cluster: TestCluster) -> str | None:
     return None
 
 
+#: The custom resources the flavours' jobs are made of: a restarted kube-apiserver
+#: answers "Kind=Job not found" (503) for a while until it serves them again.
+CUSTOM_RESOURCES = (
+    ("batch.volcano.sh", "v1alpha1", "jobs"),
+    ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+)
+#: A vcjob created as a dry run: listing one is served before creating one is (a restarted
+#: kube-apiserver admits a custom resource only once it has loaded the CRD's schema).
+PROBE_VCJOB = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "settled-probe"},
+    "spec": {
+        "minAvailable": 1,
+        "tasks": [
+            {
+                "name": "probe",
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "main", "image": "probe"}]}},
+            }
+        ],
+    },
+}
+
+
+def _unserved(cluster: TestCluster) -> str | None:
+    """None once the custom resources are served and admitted again and no pod of an
+    earlier case is left (Volcano counts a pod still bound to a node, whatever its
+    scheduler), else what is not."""
+    custom = client.CustomObjectsApi(cluster.api())
+    try:
+        for group, version, plural in CUSTOM_RESOURCES:
+            custom.list_namespaced_custom_object(group, version, NS, plural, limit=1)
+        custom.create_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", NS, "jobs", PROBE_VCJOB, dry_run="All"
+        )
+    except ApiException as error:
+        return f"custom resources: {error.status} {error.reason}"
+    pods = cluster.core().list_namespaced_pod(NS).items
+    if pods:
+        return f"{len(pods)} pods of earlier cases left, e.g. {pods[0].metadata.name}"
+    return None
+
+
 async def _wait_settled(cluster: TestCluster) -> None:
+    """Each case starts on a cluster that has recovered from the last one's outage."""
     deadline = time.monotonic() + CLUSTER_RECOVERY_SECONDS
-    while (unsettled := _settled(cluster)) is not None:
+    while (unsettled := _settled(cluster) or _unserved(cluster)) is not None:
         assert time.monotonic() < deadline, f"the cluster did not settle: {unsettled}"
         await asyncio.sleep(0.5)
 
