@@ -79,9 +79,8 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        backend = LocalBackend(
-            state_dir=str(work / "state"), gpu_slots=args.instances, housekeeping=0
-        )
+        # As in the Jupyter server: long-lived, so supervisors fork from its warm launcher.
+        backend = LocalBackend(state_dir=str(work / "state"), gpu_slots=args.instances)
         await backend.start()
         direct_times, pai_times = [], []
         for n in range(args.runs):

@@ -95,9 +95,9 @@ class BackendConnection(Connection):
         working_dir: str | None = None,
     ) -> None:
         merged = load_config()
-        # Housekeeping passes are for the server; a notebook's client, like the CLI, runs
-        # scheduling when it changes something.
-        merged.merge(Config({"LocalBackend": {"housekeeping": 0.0}}))
+        # Housekeeping passes and a warm supervisor launcher are for the server; a
+        # notebook's client, like the CLI, runs scheduling when it changes something.
+        merged.merge(Config({"LocalBackend": {"housekeeping": 0.0, "fork_supervisors": False}}))
         if config is not None:
             merged.merge(config)
         if backend:

@@ -12,7 +12,7 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Any as AnyTrait
-from traitlets import Dict, Float, Unicode, default
+from traitlets import Bool, Dict, Float, Unicode, default
 
 from ... import __version__
 from ...errors import BadRequest, Conflict, FieldError, NotFound, SpecError
@@ -42,8 +42,16 @@ from ..models import (
 from ..storage_writes import FolderWrites, is_read_only
 from ..taskports import PortAddress
 from ..utilisation import job_utilisation
-from . import capacity, gpus
-from .admission import SharedConfig, load_config, requeue_orphans, save_config, schedule
+from . import capacity, gpus, launcher
+from .admission import (
+    SharedConfig,
+    Spawner,
+    load_config,
+    requeue_orphans,
+    save_config,
+    schedule,
+    spawn_supervisor,
+)
 from .hostusage import HostUsage
 from .jobviews import JobViews, new_record
 from .listeners import PortOwners
@@ -123,6 +131,14 @@ class LocalBackend(Backend):
         which notice a supervisor killed from outside. 0 turns them off (the CLI).""",
     )
 
+    fork_supervisors = Bool(
+        True,
+        config=True,
+        help="""Start each job's supervisor as a fork of a warm process this one keeps (a
+        job starts tens of milliseconds sooner). Off where the process is short-lived (the
+        CLI, a notebook's client): the supervisor then starts as a fresh Python.""",
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.store = StateStore(self.state_dir)
@@ -135,6 +151,8 @@ class LocalBackend(Backend):
         self.nvml = NvmlGpus()
         self.host_usage = HostUsage()
         self._housekeeper: asyncio.Task[None] | None = None
+        self._launcher = launcher.shared() if self.fork_supervisors else None
+        self._spawn: Spawner = self._launcher.spawn if self._launcher else spawn_supervisor
         self._warming: asyncio.Future[list[JobSummary]] | None = None
 
     def _slots(self) -> list[str]:
@@ -150,6 +168,8 @@ class LocalBackend(Backend):
     # -- life cycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self._launcher is not None:
+            await asyncio.to_thread(self._launcher.start)
         await asyncio.to_thread(self._start_sync)
         if self.housekeeping > 0:
             self._housekeeper = asyncio.create_task(self._housekeep())
@@ -163,7 +183,7 @@ class LocalBackend(Backend):
             if load_config(self.store) != config:
                 save_config(self.store, config)
             requeue_orphans(self.store)
-            schedule(self.store)
+            schedule(self.store, self._spawn)
 
     async def close(self) -> None:
         if self._warming is not None:
@@ -173,6 +193,8 @@ class LocalBackend(Backend):
             self._housekeeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._housekeeper
+        if self._launcher is not None:
+            await asyncio.to_thread(self._launcher.close)
 
     async def _housekeep(self) -> None:
         while True:
@@ -184,7 +206,7 @@ class LocalBackend(Backend):
 
     def _locked_schedule(self) -> None:
         with self.store.locked():
-            schedule(self.store)
+            schedule(self.store, self._spawn)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -302,7 +324,7 @@ class LocalBackend(Backend):
                 self.store.add_event(
                     rec.id, "Submitted", f"submitted to VC {rec.virtual_cluster} by {rec.user}"
                 )
-                schedule(self.store)
+                schedule(self.store, self._spawn)
             except OSError as error:
                 if not is_full(error):
                     raise
@@ -349,7 +371,7 @@ class LocalBackend(Backend):
                     task.exit_reason = "the job was stopped before it started"
                 self.store.write_job(rec)
                 self.store.add_event(job_id, "Stopped", "stopped before it started")
-                schedule(self.store)
+                schedule(self.store, self._spawn)
                 return
             rec.state = JobState.STOPPING
             self.store.write_job(rec)
@@ -359,7 +381,7 @@ class LocalBackend(Backend):
                     os.kill(rec.supervisor_pid, signal.SIGTERM)
             elif rec.supervisor_pid:
                 # Its supervisor is gone: nobody else would end it, so heal it now.
-                schedule(self.store)
+                schedule(self.store, self._spawn)
 
     # -- logs ----------------------------------------------------------------------------
 
