@@ -97,9 +97,12 @@ def environ_block_holds_secrets() -> bool:
     return any(is_secret(name) for name in names)
 
 
-def restart_without_secrets(key: str, curve: tuple[str, str] | None) -> None:
+def restart_without_secrets(
+    key: str, curve: tuple[str, str] | None, kernel: int, folder: str
+) -> None:
     """Start this program again (same process, same arguments) with the secrets taken out
-    of its environment, passing them on a pipe. Returns only where that cannot be done."""
+    of its environment, passing them, and the kernel already started (still this process's
+    child), on a pipe. Returns only where that cannot be done."""
     try:
         with open("/proc/self/cmdline", "rb") as f:
             argv = [a.decode(errors="surrogateescape") for a in f.read().split(b"\0")[:-1]]
@@ -107,8 +110,9 @@ def restart_without_secrets(key: str, curve: tuple[str, str] | None) -> None:
         return
     if not argv or not sys.executable:
         return
+    handed = {"key": key, "curve": curve, "kernel": kernel, "folder": folder}
     read, write = os.pipe()
-    os.write(write, json.dumps({"key": key, "curve": curve}).encode())  # far below a pipe's buffer
+    os.write(write, json.dumps(handed).encode())  # far below a pipe's buffer
     os.close(write)
     os.set_inheritable(read, True)
     env = without_secrets(dict(os.environ))
@@ -116,11 +120,55 @@ def restart_without_secrets(key: str, curve: tuple[str, str] | None) -> None:
     os.execve(sys.executable, argv, env)
 
 
-def handed_over_secrets(fd: int) -> tuple[str, tuple[str, str] | None]:
+class Handed:
+    """What the program, started again, was handed by its first run."""
+
+    def __init__(self, key: str, curve: tuple[str, str] | None, kernel: int, folder: str) -> None:
+        self.key, self.curve, self.kernel, self.folder = key, curve, kernel, folder
+
+
+def handed_over(fd: int) -> Handed:
     with os.fdopen(fd, "rb") as f:
         given = json.loads(f.read())
     curve = given.get("curve")
-    return str(given["key"]), (str(curve[0]), str(curve[1])) if curve else None
+    return Handed(
+        str(given["key"]),
+        (str(curve[0]), str(curve[1])) if curve else None,
+        int(given["kernel"]),
+        str(given["folder"]),
+    )
+
+
+class AdoptedKernel:
+    """The kernel the first run started: this process's child across ``exec``, but with
+    no ``Popen`` of its own. The part of ``Popen`` the launcher uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.02)
+        return code
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
 
 
 class Launcher:
@@ -131,14 +179,20 @@ class Launcher:
         ports: list[int],
         idle_seconds: float,
         curve: tuple[str, str] | None = None,
+        adopted: Handed | None = None,
     ) -> None:
         self.key = key
         self.curve = curve
         self.ip = ip
         self.ports = dict(zip(PORT_NAMES, ports, strict=True))
         self.idle_seconds = idle_seconds
-        self.kernel: subprocess.Popen[bytes] | None = None
+        self.kernel: subprocess.Popen[bytes] | AdoptedKernel | None = None
         self.stopping = False
+        if adopted is not None:  # the first run wrote the file and started the kernel
+            self.folder = adopted.folder
+            self.connection_file = os.path.join(self.folder, "kernel.json")
+            self.kernel = AdoptedKernel(adopted.kernel)
+            return
         self.folder = tempfile.mkdtemp(prefix="pai-kernel-")  # 0700
         self.connection_file = os.path.join(self.folder, "kernel.json")
         self._write_connection_file()
@@ -237,25 +291,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jupyter_pai.kernels.launcher")
     parser.add_argument("--idle-seconds", type=float, default=600.0)
     args = parser.parse_args(argv)
+    ports = job_ports()
     handed = os.environ.pop(SECRETS_FD_VARIABLE, None)
     if handed is not None:
-        key, curve = handed_over_secrets(int(handed))
+        given = handed_over(int(handed))
+        ip = bind_address(given.curve is not None)
+        launcher = Launcher(given.key, ip, ports, args.idle_seconds, given.curve, given)
     else:
         key = os.environ.get(KEY_VARIABLE, "")
         public, secret = (os.environ.get(name, "") for name in CURVE_VARIABLES)
         if not key:
             raise SystemExit(f"{KEY_VARIABLE} is not set (the kernel job's Secret)")
         curve = (public, secret) if public and secret else None
-        if environ_block_holds_secrets():
-            restart_without_secrets(key, curve)
-    launcher = Launcher(key, bind_address(curve is not None), job_ports(), args.idle_seconds, curve)
+        launcher = Launcher(key, bind_address(curve is not None), ports, args.idle_seconds, curve)
+        # The kernel starts first: it need not wait while this program starts again.
+        launcher.start_kernel()
+        if environ_block_holds_secrets() and launcher.kernel is not None:
+            restart_without_secrets(key, curve, launcher.kernel.pid, launcher.folder)
 
     def on_term(signum: int, frame: object) -> None:
         launcher.stopping = True
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the kernel only
-    launcher.start_kernel()
     return launcher.serve()
 
 
