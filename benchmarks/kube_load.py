@@ -17,14 +17,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+import aiohttp
 
 from benchmarks.kube_cluster import cluster
 from benchmarks.kube_list import seed
 from benchmarks.list_jobs import free_port, start_server
 from benchmarks.load import AUTH, Mix, auth_option, measure, session, submit, tickers, wait_for
 from jupyter_pai.backends.kubernetes import KubernetesBackend
+from jupyter_pai.backends.kubernetes.connect import api_client, default_namespace
+from jupyter_pai.backends.kubernetes.rest import Rest
 from tests.cluster import manifests
 
 USER = "alice"
@@ -41,7 +48,75 @@ async def seed_jobs(kubeconfig: str, count: int) -> None:
         await b.close()
 
 
-async def run(port: int, pid: int, jobs: int, seconds: float, auth: str) -> None:
+#: Opens a log follow: awaited, the response as its first bytes come.
+Opener = Callable[[], Awaitable[aiohttp.ClientResponse]]
+#: Followers started at once in the side-by-side first-bytes figure (as many as the load's).
+FOLLOWERS = 20
+
+
+async def first_bytes(open_follow: list[Opener], label: str) -> list[float]:
+    """Seconds from asking to the first bytes, for followers all started at once."""
+
+    async def one(start: Opener) -> float:
+        t0 = time.perf_counter()
+        resp = await start()
+        try:
+            await resp.content.readany()
+            return time.perf_counter() - t0
+        finally:
+            resp.release()
+
+    times = await asyncio.gather(*(one(f) for f in open_follow))
+    p50, worst = statistics.median(times), max(times)
+    print(f"  {label:<34} p50 {p50 * 1000:6.0f} ms   max {worst * 1000:6.0f} ms")
+    return list(times)
+
+
+async def follow_baseline(
+    s: aiohttp.ClientSession, base: str, kubeconfig: str, followed: list[str]
+) -> None:
+    """The first bytes of 20 followers started at once with no other load: through
+    jupyter-pai, and straight from the API server (as ``kubectl logs -f``) on the same
+    pods, side by side: the kubelet's part (here the test cluster's) is in both."""
+    namespace = default_namespace(kubeconfig, None)
+    api = await api_client(kubeconfig, None)
+    rest = Rest(api)
+    try:
+        pods = await rest.get(
+            f"/api/v1/namespaces/{namespace}/pods", fieldSelector="status.phase=Running"
+        )
+        names = sorted(p["metadata"]["name"] for p in pods["items"])
+        assert names, "no running pod to follow"
+
+        def direct(pod: str) -> Opener:
+            url = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+            query = {"container": "main", "follow": "true"}
+            timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+            return lambda: rest.open("GET", url, query=query, timeout=timeout)
+
+        def through(job_id: str, index: int) -> Opener:
+            url = f"{base}/pai/api/jobs/{job_id}/logs?role=worker&index={index}&follow=true"
+            return lambda: s.get(url, timeout=aiohttp.ClientTimeout(total=None))
+
+        print(f"follow, first bytes, {FOLLOWERS} followers at once, no other load:")
+        for _ in range(2):  # the second round is the figure: the first opens connections
+            ours = await first_bytes(
+                [
+                    through(followed[n % len(followed)], n // len(followed) % 2)
+                    for n in range(FOLLOWERS)
+                ],
+                "through jupyter-pai",
+            )
+            theirs = await first_bytes(
+                [direct(names[n % len(names)]) for n in range(FOLLOWERS)], "API server directly"
+            )
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        print(f"  ratio jupyter-pai / API server (p50): {ratio:.2f}x")
+    finally:
+        await api.close()
+
+
+async def run(port: int, pid: int, jobs: int, seconds: float, auth: str, kubeconfig: str) -> None:
     base = f"http://127.0.0.1:{port}"
     async with session(base, auth) as s:
         logged = await submit(
@@ -52,6 +127,7 @@ async def run(port: int, pid: int, jobs: int, seconds: float, auth: str) -> None
         followed = await submit(s, base, tickers())
         await wait_for(s, base, logged, {"SUCCEEDED"}, 180)
         await wait_for(s, base, followed, {"RUNNING"}, 180)
+        await follow_baseline(s, base, kubeconfig, followed)
         ids: list[str] = []
         token = ""
         while True:  # every job's id, as a client pages through them
@@ -97,7 +173,7 @@ def main() -> None:
             port = free_port()
             server = start_server(state_dir, root, port, options)
             try:
-                asyncio.run(run(port, server.pid, args.jobs, args.seconds, args.auth))
+                asyncio.run(run(port, server.pid, args.jobs, args.seconds, args.auth, kubeconfig))
             finally:
                 server.terminate()
                 server.wait(timeout=30)
