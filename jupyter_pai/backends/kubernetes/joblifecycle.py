@@ -214,7 +214,9 @@ class JobLifecycle:
                 query["fieldSelector"] = "status.phase!=Succeeded,status.phase!=Failed"
             await rest.call("DELETE", path(POD, ns), query=query)
 
-    def look(self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> None:
+    def look(
+        self, primary: Obj, job: Callable[[], JobProtocol], names: JobNames, view: JobView
+    ) -> None:
         """What a running backend does for every job view it derives."""
         self.end_if_decided(primary, job, names, view)
         self.resync_if_stuck(primary, names, view)
@@ -262,7 +264,7 @@ class JobLifecycle:
             self.log.exception("jupyter-pai: prompting job %s failed", names.job_id)
 
     def end_if_decided(
-        self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView
+        self, primary: Obj, job: Callable[[], JobProtocol], names: JobNames, view: JobView
     ) -> None:
         """The completion policy decided while pods still run (a chief that succeeded while
         its workers run) and the scheduler will not end the job itself: record the outcome
@@ -274,7 +276,7 @@ class JobLifecycle:
             or not view.active_pods
             or ANN_OUTCOME in annotations
             or names.job_id in self._ending
-            or self.flavor.ends_itself(job, decision)
+            or self.flavor.ends_itself(job(), decision)
         ):
             return
         try:

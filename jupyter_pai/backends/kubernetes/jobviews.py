@@ -4,7 +4,10 @@ memoised per job so that listing jobs costs no API-server request and little CPU
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +48,8 @@ from .watch import Reflector, WatchCache, slim_event
 OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 
 #: Called with every view computed or reused (the completion policy acts on it).
-ViewHook = Callable[[Obj, JobProtocol, JobNames, JobView], None]
+#: Told of every view derived; the spec is a getter: an ended job's is parsed only if read.
+ViewHook = Callable[[Obj, Callable[[], JobProtocol], JobNames, JobView], None]
 
 
 @dataclass
@@ -53,10 +57,27 @@ class Derived:
     rv: Any  # the primary's resourceVersion the spec was parsed from
     key: tuple[Any, ...]
     waiting: bool
-    job: JobProtocol
+    spec: str  # the spec annotation's text (the cached primary's own string: no copy)
+    parsed: JobProtocol | None  # kept while the job may change; an ended job's is parsed again
     names: JobNames
     view: JobView
     summary: JobSummary
+
+    @property
+    def job(self) -> JobProtocol:
+        return self.parsed if self.parsed is not None else parse_spec(self.spec)
+
+
+#: Parsed specs of ended jobs, the latest read: at 50,000 jobs every spec kept parsed
+#: would be most of the server's memory, and an ended job's is read only when asked for.
+ENDED_SPECS_KEPT = 256
+#: Deleted objects remembered, so an event about one that comes after it is not kept.
+GONE_KEPT = 20_000
+
+
+@functools.lru_cache(maxsize=ENDED_SPECS_KEPT)
+def parse_spec(text: str) -> JobProtocol:
+    return JobProtocol.model_validate(json.loads(text))
 
 
 def labels_and_owners(obj: Obj) -> list[str]:
@@ -86,6 +107,8 @@ class JobViews:
         # Every job's summary, newest first, as of the cache's counters: every open panel
         # lists after the same change, and a pass over 5,000 jobs is ~0.1 s of the loop.
         self._listed: tuple[tuple[tuple[int, int], ...], list[JobSummary]] | None = None
+        # Uids of objects deleted lately, whose events arriving late are not kept.
+        self._gone: OrderedDict[str, None] = OrderedDict()
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -120,6 +143,7 @@ class JobViews:
                 ns,
                 index=lambda o: [(o.get("involvedObject") or {}).get("name", "")],
                 slim=slim_event,
+                keep=lambda o: (o.get("involvedObject") or {}).get("uid") not in self._gone,
             ),
         )
         for kind in flavor.extra_kinds:
@@ -140,6 +164,41 @@ class JobViews:
                 label_selector=f"{OWNED},{LABEL_ARCHIVED}=true",
                 index=lambda o: [o["metadata"].get("labels", {}).get(LABEL_JOB, "")],
             ),
+        )
+        for name, reflector in self.cache.reflectors.items():
+            if name != "events":
+                reflector.listeners.append(functools.partial(self._forget_if_gone, reflector))
+
+    def _forget_if_gone(self, reflector: Reflector, obj: Obj) -> None:
+        """A job deleted takes the events about its objects with it: Kubernetes keeps a
+        namespace's events an hour, and a busy namespace's would otherwise fill the cache.
+        An object deleted while its job lives (a pod replaced) keeps its events."""
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
+        if not uid or reflector.get(meta.get("name", ""), meta.get("namespace")) is not None:
+            return
+        events = self.cache["events"]
+        if reflector is self.cache["primary"]:
+            # Its unwatched objects too (its Service, its per-role objects), by name.
+            with contextlib.suppress(KeyError, ValueError):
+                names = JobNames.from_annotations(meta.get("annotations") or {})
+                for name in {names.base, *(names.role_object(r) for r in names.roles)}:
+                    events.drop(name, lambda e: True)
+        elif self._job_lives(obj):
+            return
+        self._gone[uid] = None
+        while len(self._gone) > GONE_KEPT:
+            self._gone.popitem(last=False)
+        events.drop(
+            meta.get("name", ""), lambda e: (e.get("involvedObject") or {}).get("uid") == uid
+        )
+
+    def _job_lives(self, obj: Obj) -> bool:
+        """Whether the job an object belongs to (its job label or owner) still exists."""
+        ours = {name for name in labels_and_owners(obj) if name}
+        return any(
+            p["metadata"]["name"] in ours or p["metadata"].get("labels", {}).get(LABEL_JOB) in ours
+            for p in self.cache["primary"].values()
         )
 
     def _add(self, kind: Kind, reflector: Reflector) -> None:
@@ -259,13 +318,15 @@ class JobViews:
         meta = primary["metadata"]
         uid = str(meta.get("uid", ""))
         cached = self._derived.get(uid)
+        spec = meta["annotations"][ANN_SPEC]
         if cached is not None and cached.rv == meta.get("resourceVersion"):
-            job, names = cached.job, cached.names
+            names = cached.names
             if cached.key == self._key(primary, names, cached.waiting, inputs):
-                self._notify(primary, job, names, cached.view)
+                self._notify(primary, lambda: cached.job, names, cached.view)
                 return cached
+            job = cached.job
         else:
-            job = JobProtocol.model_validate(json.loads(meta["annotations"][ANN_SPEC]))
+            job = JobProtocol.model_validate(json.loads(spec))
             names = JobNames.from_annotations(meta["annotations"])
         view = job_view(
             job,
@@ -295,16 +356,19 @@ class JobViews:
             rv=meta.get("resourceVersion"),
             key=self._key(primary, names, waiting, inputs),
             waiting=waiting,
-            job=job,
+            spec=spec,
+            parsed=None if view.state.terminal else job,
             names=names,
             view=view,
             summary=summary(primary, job, names, view),
         )
         self._derived[uid] = derived
-        self._notify(primary, job, names, view)
+        self._notify(primary, lambda: job, names, view)
         return derived
 
-    def _notify(self, primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> None:
+    def _notify(
+        self, primary: Obj, job: Callable[[], JobProtocol], names: JobNames, view: JobView
+    ) -> None:
         if self.on_view is not None:
             self.on_view(primary, job, names, view)
 
