@@ -84,10 +84,13 @@ class Reflector:
         index: Callable[[Obj], Iterable[str]] | None = None,
         max_backoff: float = 2.0,
         slim: Callable[[Obj], Obj] = _slim,
+        keep: Callable[[Obj], bool] | None = None,
     ) -> None:
-        """``slim``: what of each object is kept (default: all but ``managedFields``)."""
+        """``slim``: what of each object is kept (default: all but ``managedFields``);
+        ``keep``: whether to keep an object at all (one it refuses is as if deleted)."""
         self.rest = rest
         self._slim = slim
+        self._keep = keep
         self.kind = kind
         self.namespace = namespace if kind.namespaced else None
         self.label_selector = label_selector
@@ -124,6 +127,16 @@ class Reflector:
     def index_version(self, value: str) -> tuple[int, int]:
         """Changes whenever `by_index(value)` may have changed."""
         return self.epoch, self._index_versions.get(value, 0)
+
+    def drop(self, value: str, which: Callable[[Obj], bool]) -> None:
+        """Forget the objects under index ``value`` that ``which`` picks (until a relist
+        or a change brings them back)."""
+        keys = [k for k in self._index.get(value, ()) if k in self.store and which(self.store[k])]
+        for key in keys:
+            self._unindex(key)
+            del self.store[key]
+        if keys:
+            self._touch()
 
     async def changed(self, timeout: float) -> None:
         """Wait until the store changes (or ``timeout``)."""
@@ -195,7 +208,8 @@ class Reflector:
                 raise
             self.lists += 1
             for item in page.get("items") or []:
-                items[_key(item)] = self._slim(item)
+                if self._keep is None or self._keep(item):
+                    items[_key(item)] = self._slim(item)
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 break
@@ -235,7 +249,7 @@ class Reflector:
             if kind == "BOOKMARK":
                 continue
             key = _key(obj)
-            if kind == "DELETED":
+            if kind == "DELETED" or (self._keep is not None and not self._keep(obj)):
                 self._unindex(key)
                 self.store.pop(key, None)
             else:
