@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 import yaml
-from kubernetes_asyncio import client, config
+
+from .kubeclient import ApiClient, Configuration, config
 
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -50,10 +51,10 @@ def default_namespace(kubeconfig: str | None, context: str | None) -> str:
     return context_namespace(kubeconfig_path(kubeconfig), context) or pod_namespace() or "default"
 
 
-async def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
+async def api_client(kubeconfig: str | None, context: str | None) -> ApiClient:
     path = kubeconfig_path(kubeconfig)
     if path is not None:
         return await config.new_client_from_config(config_file=path, context=context)
-    cfg = client.Configuration()
+    cfg = Configuration()
     config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    return client.ApiClient(configuration=cfg)
+    return ApiClient(configuration=cfg)

@@ -25,8 +25,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
-from kubernetes_asyncio.stream import WsApiClient
 
+from .kubeclient import WsApiClient
 from .resources import POD
 from .rest import path
 

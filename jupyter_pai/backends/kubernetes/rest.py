@@ -12,9 +12,9 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
 
 from ...errors import BadRequest, Conflict, FieldError, Forbidden, NotFound, PAIError, Unavailable
+from .kubeclient import ApiClient
 from .resources import Kind
 
 Obj = dict[str, Any]

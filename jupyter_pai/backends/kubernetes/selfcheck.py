@@ -10,12 +10,11 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from kubernetes_asyncio.config import ConfigException
-
 from ...errors import Unavailable
 from ..selfcheck import MissingPermission, Reachability, SelfCheck
 from . import connect
 from .flavors.hived_cells import HivedCells
+from .kubeclient import ConfigException
 from .permissions import Permission, required
 from .promql import NoAnswer, instant_all
 from .rest import ApiError, Rest

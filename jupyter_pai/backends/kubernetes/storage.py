@@ -32,7 +32,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-from kubernetes_asyncio.stream import WsApiClient
 
 from ...errors import Conflict, FieldError, Unavailable
 from ..base import FileContent
@@ -40,6 +39,7 @@ from ..models import StorageListing
 from ..storage_fs import clean_relative
 from ..storage_writes import entry_model, raise_op_error
 from .helper_http import Answer, PortRefused, exchange
+from .kubeclient import WsApiClient
 from .naming import ANN_USER, LABEL_USER, label_value, slug
 from .owner import ANN_OWNER, ProcessOwner
 from .pods import PodOptions
