@@ -71,6 +71,9 @@ class Derived:
 #: Parsed specs of ended jobs, the latest read: at 50,000 jobs every spec kept parsed
 #: would be most of the server's memory, and an ended job's is read only when asked for.
 ENDED_SPECS_KEPT = 256
+#: Kinds whose events no view reads: a job's Service and its endpoints say the same things
+#: over and over (e.g. FailedToUpdateEndpoint while pods come and go), half of the events.
+UNREAD_EVENT_KINDS = frozenset(("Service", "Endpoints", "EndpointSlice"))
 #: Deleted objects remembered, so an event about one that comes after it is not kept.
 GONE_KEPT = 20_000
 
@@ -143,7 +146,7 @@ class JobViews:
                 ns,
                 index=lambda o: [(o.get("involvedObject") or {}).get("name", "")],
                 slim=slim_event,
-                keep=lambda o: (o.get("involvedObject") or {}).get("uid") not in self._gone,
+                keep=self._event_kept,
             ),
         )
         for kind in flavor.extra_kinds:
@@ -168,6 +171,10 @@ class JobViews:
         for name, reflector in self.cache.reflectors.items():
             if name != "events":
                 reflector.listeners.append(functools.partial(self._forget_if_gone, reflector))
+
+    def _event_kept(self, event: Obj) -> bool:
+        about = event.get("involvedObject") or {}
+        return about.get("kind") not in UNREAD_EVENT_KINDS and about.get("uid") not in self._gone
 
     def _forget_if_gone(self, reflector: Reflector, obj: Obj) -> None:
         """A job deleted takes the events about its objects with it: Kubernetes keeps a
