@@ -15,6 +15,10 @@ import zmq
 import zmq.asyncio
 from jupyter_client.session import Session
 
+#: How long one ping waits for its answer while the launcher starts (its answer, once it
+#: listens, takes milliseconds; a slower one is asked again).
+PING_TRY_SECONDS = 0.1
+
 
 class LauncherUnreachable(Exception):
     """The launcher did not answer in time (not started yet, or gone)."""
@@ -70,8 +74,10 @@ class LauncherControl:
         deadline = time.monotonic() + timeout
         while True:
             try:
+                # Short tries: through a port-forward, a ping sent before the launcher
+                # listens is lost with the stream the pod refused, never answered.
                 return await self.request(
-                    "ping", timeout=min(0.25, max(0.1, deadline - time.monotonic()))
+                    "ping", timeout=min(PING_TRY_SECONDS, max(0.05, deadline - time.monotonic()))
                 )
             except LauncherUnreachable:
                 if time.monotonic() >= deadline:

@@ -36,6 +36,9 @@ from .waiting import queue_status
 STOP_WAIT_SECONDS = 15.0
 #: How often a waiting kernel's status is worked out again (users see it within 2 s).
 STATUS_SECONDS = 1.0
+#: A kernel's job is looked at every QUICK_POLL s for its first QUICK_POLL_SECONDS (the
+#: backend answers from its cache), then less often: it waits in a queue.
+QUICK_POLL, QUICK_POLL_SECONDS = 0.05, 5.0
 
 
 class KernelStartError(RuntimeError):
@@ -190,7 +193,9 @@ class PAIProvisioner(KernelProvisionerBase):
                         f"(PAIProvisioner.queue_limit_seconds): {status}"
                     )
             await asyncio.sleep(pause)
-            pause = min(0.25, pause * 1.5)  # quick when GPUs are free, light when queued
+            # Quick while a free GPU's pod starts (a second or two), light once queued.
+            queued = time.monotonic() - started > QUICK_POLL_SECONDS
+            pause = min(0.25 if queued else QUICK_POLL, pause * 1.5)
             try:
                 detail = await backend.get_job(detail.id)
             except NotFound:
