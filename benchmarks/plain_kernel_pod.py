@@ -158,6 +158,7 @@ class Start:
     backend: KubernetesBackend
     node_selector: dict[str, str]
     stage: str = "the create request"
+    running_after: float = 0.0  # seconds from the create request to the pod Running
 
     async def run(self, name: str, key: str, limit: float) -> float:
         rest = self.backend.rest
@@ -172,6 +173,7 @@ class Start:
             self.stage = "pod Running"
             version = str(created["metadata"]["resourceVersion"])
             await until_running(rest, namespace, name, version)
+            self.running_after = time.perf_counter() - t0
             self.stage = "the port-forward"
             forward = PortForward(self.backend, name, list(PORTS))
             await forward.start()
@@ -193,15 +195,16 @@ class Start:
 
 async def start_to_info(
     backend: KubernetesBackend, node_selector: dict[str, str], limit: float
-) -> float:
-    """Seconds from the pod's create request to its kernel's first kernel_info reply;
-    the pod is deleted and gone before this returns."""
+) -> tuple[float, float]:
+    """Seconds from the pod's create request to its kernel's first kernel_info reply, and
+    to the pod Running; the pod is deleted and gone before this returns."""
     rest = backend.rest
     assert rest is not None
     name = f"bench-ipykernel-{secrets.token_hex(4)}"
     start = Start(backend, node_selector)
     try:
-        return await asyncio.wait_for(start.run(name, secrets.token_hex(16), limit), limit)
+        took = await asyncio.wait_for(start.run(name, secrets.token_hex(16), limit), limit)
+        return took, start.running_after
     except (asyncio.TimeoutError, RuntimeError) as error:  # PodEnded, wait_for_ready's
         why = "timed out" if isinstance(error, asyncio.TimeoutError) else str(error)
         raise SystemExit(
