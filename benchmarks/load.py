@@ -160,7 +160,13 @@ def tickers() -> list[dict[str, Any]]:
 
 
 async def measure(
-    s: aiohttp.ClientSession, base: str, pid: int, mix: Mix, seconds: float, title: str
+    s: aiohttp.ClientSession,
+    base: str,
+    pid: int,
+    mix: Mix,
+    seconds: float,
+    title: str,
+    rss_goal_mb: float = GOAL_RSS_MB,
 ) -> None:
     """Run the clients for ``seconds`` and print the figures."""
     t = Tally()
@@ -195,7 +201,7 @@ async def measure(
     rss = peak / 2**20
     print(
         f"server CPU {cpu:.1f} s in {seconds:.0f} s ({cpu / seconds:.2f} cores); "
-        f"peak RSS {rss:.0f} MB ({rss / GOAL_RSS_MB:.2f} of the goal)"
+        f"peak RSS {rss:.0f} MB ({rss / rss_goal_mb:.2f} of the {rss_goal_mb:.0f} MB goal)"
     )
 
 
