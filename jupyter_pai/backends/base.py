@@ -4,6 +4,7 @@ provisioner are thin shells over it."""
 from __future__ import annotations
 
 import abc
+import asyncio
 import getpass
 import os
 from collections.abc import AsyncIterator
@@ -220,6 +221,12 @@ class Backend(LoggingConfigurable):
 
     @abc.abstractmethod
     async def get_job(self, job_id: str) -> JobDetail: ...
+
+    async def job_may_change(self, job_id: str, timeout: float) -> None:
+        """Return once job ``job_id`` may have changed, or after ``timeout``: where the
+        backend learns of changes (a watch) it wakes the caller then, so one waiting for
+        a job to run notices at once rather than at its next poll."""
+        await asyncio.sleep(timeout)
 
     @abc.abstractmethod
     async def stop_job(self, job_id: str) -> JobDetail: ...

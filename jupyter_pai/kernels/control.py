@@ -15,9 +15,9 @@ import zmq
 import zmq.asyncio
 from jupyter_client.session import Session
 
-#: How long one ping waits for its answer while the launcher starts (its answer, once it
-#: listens, takes milliseconds; a slower one is asked again).
-PING_TRY_SECONDS = 0.1
+#: A ``ready`` request not answered within this is sent again (on the same socket: the
+#: first may have gone with a stream that was cut). The launcher answers within 1 s.
+READY_AGAIN_SECONDS = 2.0
 
 
 class LauncherUnreachable(Exception):
@@ -54,34 +54,51 @@ class LauncherControl:
         async with self._lock:
             sock = self._socket()
             sent = self.session.send(sock, msg_type, content or {})
-            deadline = time.monotonic() + timeout
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0 or not await sock.poll(int(left * 1000)):
-                    # A reconnecting DEALER may hold the request: start afresh next time.
-                    self.close()
-                    raise LauncherUnreachable(
-                        f"no answer from the kernel launcher at {self.address}"
-                    )
-                _, msg = self.session.feed_identities(await sock.recv_multipart(), copy=True)
-                reply = self.session.deserialize(msg, content=True, copy=True)
-                if reply["parent_header"].get("msg_id") == (sent or {})["header"]["msg_id"]:
-                    content_: dict[str, Any] = reply["content"]
-                    return content_
+            reply = await self._reply(sock, {(sent or {})["header"]["msg_id"]}, timeout)
+            if reply is None:
+                # A reconnecting DEALER may hold the request: start afresh next time.
+                self.close()
+                raise LauncherUnreachable(f"no answer from the kernel launcher at {self.address}")
+            return reply
 
-    async def wait_ready(self, timeout: float) -> dict[str, Any]:
-        """Ask until the launcher answers (it starts listening a moment after its task)."""
+    async def _reply(self, sock: Any, asked: set[str], timeout: float) -> dict[str, Any] | None:
+        """The content of the first reply to one of the requests ``asked`` (older replies
+        are skipped), or None after ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                # Short tries: through a port-forward, a ping sent before the launcher
-                # listens is lost with the stream the pod refused, never answered.
-                return await self.request(
-                    "ping", timeout=min(PING_TRY_SECONDS, max(0.05, deadline - time.monotonic()))
-                )
-            except LauncherUnreachable:
-                if time.monotonic() >= deadline:
-                    raise
+            left = deadline - time.monotonic()
+            if left <= 0 or not await sock.poll(int(left * 1000)):
+                return None
+            _, msg = self.session.feed_identities(await sock.recv_multipart(), copy=True)
+            reply = self.session.deserialize(msg, content=True, copy=True)
+            if reply["parent_header"].get("msg_id") in asked:
+                content: dict[str, Any] = reply["content"]
+                return content
+
+    async def wait_ready(self, timeout: float) -> dict[str, Any]:
+        """Ask until the launcher answers that its kernel listens (or has ended): it
+        answers a ``ready`` request once its kernel listens, or within a second saying it
+        does not yet. One socket throughout, so a request made early waits in the
+        connection; sent again if no answer came at all (a stream cut). The last answer."""
+        deadline = time.monotonic() + timeout
+        async with self._lock:
+            sock = self._socket()
+            asked: set[str] = set()
+            while (left := deadline - time.monotonic()) > 0:
+                sent = self.session.send(sock, "ready", {})
+                asked.add((sent or {})["header"]["msg_id"])
+                reply = await self._reply(sock, asked, min(READY_AGAIN_SECONDS, left))
+                if reply is None:
+                    continue
+                # A launcher that does not say (an older one) is taken as listening.
+                if reply.get("listening", True) or reply.get("exit_code") is not None:
+                    return reply
+                asked.clear()  # answered: what comes later answers the next request
+            self.close()
+            raise LauncherUnreachable(
+                f"the kernel launcher at {self.address} did not answer that its kernel "
+                f"listens within {timeout:g} s"
+            )
 
     def close(self) -> None:
         if self._sock is not None:

@@ -3,13 +3,21 @@ of kind ``kernel`` that runs it. Pure: no I/O."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec.protocol import JobProtocol
-from .launcher import CURVE_VARIABLES, KEY_VARIABLE, PORT_LABEL, PORT_NAMES, inline_command
+from .launcher import (
+    CURVE_VARIABLES,
+    KEY_VARIABLE,
+    PORT_LABEL,
+    PORT_NAMES,
+    inline_command,
+    start_commands,
+)
 
 ROLE = "kernel"
 SECRET = "kernelKey"
@@ -52,24 +60,28 @@ def kernel_job(
     module with this interpreter (local backend); otherwise the launcher's source runs with
     the image's ``python`` (a pod)."""
     if in_process_launcher:
-        launcher = f"{sys.executable} -m jupyter_pai.kernels.launcher"
+        python = sys.executable
+        launcher = f"{shlex.quote(python)} -m jupyter_pai.kernels.launcher"
     else:
         launcher = inline_command(python)
-    # The key goes in as an assignment bash makes (never an argument) from the job's
-    # Secret; the launcher removes it from the environment the kernel sees.
+    # The key goes into a shell variable (never an argument, never exported) from the job's
+    # Secret; the shell writes it into the connection file and unsets it.
     secrets = {SECRET: key}
     assignments = [f'{KEY_VARIABLE}="<% $secrets.{SECRET} %>"']
     if curve is not None:  # only on Kubernetes, where a secret is a variable, never text
         for variable, name, value in zip(CURVE_VARIABLES, CURVE_SECRETS, curve, strict=True):
             secrets[name] = value
             assignments.append(f'{variable}="<% $secrets.{name} %>"')
-    command = f"{' '.join(assignments)} exec {launcher} --idle-seconds {request.idle_seconds:g}"
+    commands = [
+        *assignments,
+        *start_commands(launcher, python, request.idle_seconds, curve is not None),
+    ]
     resources: dict[str, Any] = {"gpu": request.gpus, "ports": {PORT_LABEL: len(PORT_NAMES)}}
     if request.cpu is not None:
         resources["cpu"] = request.cpu
     if request.memory_mb is not None:
         resources["memoryMB"] = request.memory_mb
-    role: dict[str, Any] = {"instances": 1, "resourcePerInstance": resources, "commands": [command]}
+    role: dict[str, Any] = {"instances": 1, "resourcePerInstance": resources, "commands": commands}
     doc: dict[str, Any] = {
         "protocolVersion": 2,
         "name": name,

@@ -159,7 +159,12 @@ class PAIProvisioner(KernelProvisionerBase):
             self._control = LauncherControl(
                 self._key(), self._endpoint.address(self._endpoint.ports[-1]), self._server_key()
             )
-            await self._control.wait_ready(self.boot_timeout_seconds)
+            ready = await self._control.wait_ready(self.boot_timeout_seconds)
+            if ready.get("exit_code") is not None:
+                raise LauncherUnreachable(
+                    f"ipykernel ended as it started (exit code {ready['exit_code']}); "
+                    "the job's log says why"
+                )
         except (LauncherUnreachable, PAIError) as error:
             await self._stop_job()
             raise KernelStartError(f"the kernel's job {detail.id} runs but: {error}") from None
@@ -192,9 +197,13 @@ class PAIProvisioner(KernelProvisionerBase):
                         f"gave up after waiting {self.queue_limit_seconds:g} s in the queue "
                         f"(PAIProvisioner.queue_limit_seconds): {status}"
                     )
-            await asyncio.sleep(pause)
-            # Quick while a free GPU's pod starts (a second or two), light once queued.
+            # Quick while a free GPU's pod starts (a second or two): woken by any change
+            # the backend learns of (the pod running). Light once queued.
             queued = time.monotonic() - started > QUICK_POLL_SECONDS
+            if queued:
+                await asyncio.sleep(pause)
+            else:
+                await backend.job_may_change(detail.id, pause)
             pause = min(0.25 if queued else QUICK_POLL, pause * 1.5)
             try:
                 detail = await backend.get_job(detail.id)

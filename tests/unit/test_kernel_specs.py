@@ -93,7 +93,13 @@ def test_kernel_job_holds_its_key_only_in_secrets(in_process: bool) -> None:
     assert [s.name for s in job.extras.storages] == ["work"]
     command = "\n".join(role.commands)
     assert "s3cr3t-key" not in command
-    assert 'JUPYTER_PAI_KERNEL_KEY="<% $secrets.kernelKey %>" exec ' in command
+    # A shell variable of its own (never exported), unset before ipykernel and the
+    # launcher start.
+    assert role.commands[0] == 'JUPYTER_PAI_KERNEL_KEY="<% $secrets.kernelKey %>"'
+    unset = "unset ${!PAI_SECRET_@} JUPYTER_PAI_KERNEL_KEY"
+    assert command.count(unset) == 2
+    assert command.index(unset) < command.index("-m ipykernel_launcher")
+    assert command.rindex(unset) < command.index("--connection-file")
     assert ("-m jupyter_pai.kernels.launcher" in command) == in_process
     assert "s3cr3t-key" not in json.dumps(public_spec(job))
 

@@ -57,6 +57,9 @@ from .storage import HelperPods
 
 #: A pod whose containers have all exited: its log is final.
 ENDED_PHASES = ("Succeeded", "Failed")
+#: How long a kernel's forwarded connection made before its port listens is held and
+#: tried again (the launcher, then ipykernel, start a moment after the pod runs).
+FORWARD_PATIENCE = 30.0
 
 
 class KubernetesBackend(ClaimStorage, Backend):
@@ -357,6 +360,15 @@ class KubernetesBackend(ClaimStorage, Backend):
         view.waiting_reason = "submitted; waiting for the scheduler"
         return detail(primary, job, names, view)
 
+    async def job_may_change(self, job_id: str, timeout: float) -> None:
+        # A job changes with its pods (or its primary object, less often): both watched.
+        waits = [asyncio.create_task(self.cache[k].changed(timeout)) for k in ("pods", "primary")]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
     async def _until_cached(self, job_id: str, timeout: float = 5.0) -> None:
         """Read your writes: a job just created is in the watch cache (milliseconds
         later) before submit returns, so asking for it at once does not answer 404. A
@@ -415,7 +427,8 @@ class KubernetesBackend(ClaimStorage, Backend):
 
     async def forward_ports(self, job: JobDetail, ports: list[int]) -> PortForward:
         self._own_namespace()
-        forward = PortForward(self, self.running_pod(job), ports)
+        # Patient: a kernel's client connects before ipykernel listens.
+        forward = PortForward(self, self.running_pod(job), ports, patience=FORWARD_PATIENCE)
         await forward.start()
         return forward
 

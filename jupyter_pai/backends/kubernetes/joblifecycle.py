@@ -30,6 +30,20 @@ from .states import JobView, now
 
 #: How long a job may look forgotten by its controller before it is prompted.
 RESYNC_SECONDS = 10.0
+#: Kinds whose controllers make pods (batch and Volcano Jobs, JobSets) and pods themselves.
+POD_MAKING_KINDS = frozenset({"Job", "JobSet", "Pod"})
+
+
+def makes_pods(manifest: Obj) -> bool:
+    return manifest.get("kind") in POD_MAKING_KINDS
+
+
+async def _all(calls: Any) -> None:
+    """Await the calls at once; the first failure is raised once all have ended."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
 
 
 class JobLifecycle:
@@ -103,40 +117,64 @@ class JobLifecycle:
         )
 
     async def create(self, objects: list[Obj], primary_index: int, names: JobNames) -> Obj:
-        """Create in order; the objects before the primary get their owner reference once it
-        exists, those after it at creation. Any failure deletes what was created."""
+        """Create the job's objects; any failure deletes what was created. In two waves,
+        each wave's objects at once (a kernel waits on every round trip): first those
+        whose controllers make no pods (the Secret, Service and PodGroup the pods need),
+        then those that do. Objects made before the primary get their owner reference once
+        it exists, those after it at creation."""
         rest = self.rest()
         ns = self.namespace
         own = self.flavor.own_kinds
         created: list[Obj] = []
+        first = [(i, m) for i, m in enumerate(objects) if not makes_pods(m)]
+        second = [(i, m) for i, m in enumerate(objects) if makes_pods(m)]
         primary: Obj | None = None
+
+        async def make(i: int, manifest: Obj) -> Obj:
+            body = json.loads(json.dumps(manifest))
+            body["metadata"]["namespace"] = ns
+            if primary is not None:
+                body["metadata"]["ownerReferences"] = [owner_reference(primary)]
+            try:
+                return await rest.create(kind_of(body, own), ns, body)
+            except ApiError as error:
+                if error.status == 409 and i == primary_index:
+                    raise self.conflict(names) from None
+                if error.status == 409:
+                    raise Conflict(
+                        f"object {body['metadata'].get('name')} of job {names.job_id} already exists; "
+                        f"choose another name, e.g. {self._suggest(names)!r}"
+                    ) from None
+                raise typed(error) from None
+
+        async def own_earlier(earlier: Obj) -> None:
+            assert primary is not None
+            await rest.patch(
+                kind_of(earlier, own),
+                ns,
+                earlier["metadata"]["name"],
+                {"metadata": {"ownerReferences": [owner_reference(primary)]}},
+            )
+
+        async def wave(items: list[tuple[int, Obj]]) -> list[Obj]:
+            results = await asyncio.gather(*(make(i, m) for i, m in items), return_exceptions=True)
+            made = [r for r in results if not isinstance(r, BaseException)]
+            created.extend(made)
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+            return made
+
         try:
-            for i, manifest in enumerate(objects):
-                body = json.loads(json.dumps(manifest))
-                body["metadata"]["namespace"] = ns
-                if primary is not None:
-                    body["metadata"]["ownerReferences"] = [owner_reference(primary)]
-                try:
-                    obj = await rest.create(kind_of(body, own), ns, body)
-                except ApiError as error:
-                    if error.status == 409 and i == primary_index:
-                        raise self.conflict(names) from None
-                    if error.status == 409:
-                        raise Conflict(
-                            f"object {body['metadata'].get('name')} of job {names.job_id} already exists; "
-                            f"choose another name, e.g. {self._suggest(names)!r}"
-                        ) from None
-                    raise typed(error) from None
-                created.append(obj)
-                if i == primary_index:
-                    primary = obj
-                    for earlier in created[:-1]:
-                        await rest.patch(
-                            kind_of(earlier, own),
-                            ns,
-                            earlier["metadata"]["name"],
-                            {"metadata": {"ownerReferences": [owner_reference(primary)]}},
-                        )
+            made = await wave(first)
+            primary = next(
+                (o for (i, _), o in zip(first, made, strict=True) if i == primary_index), None
+            )
+            if primary is None:  # the primary makes pods: before the others that do
+                (primary,) = await wave([(primary_index, objects[primary_index])])
+                second = [(i, m) for i, m in second if i != primary_index]
+            await _all(own_earlier(o) for o in created if o is not primary)
+            await wave(second)
         except BaseException:
             for obj in reversed(created):
                 with contextlib.suppress(Exception):

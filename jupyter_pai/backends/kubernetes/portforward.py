@@ -7,6 +7,12 @@ The listeners are Unix sockets in a folder of their own that only this user may 
 (0700), not loopback ports: another user of this machine cannot connect to a pod with
 this user's credentials behind the connection.
 
+A forward may be *patient* (a kernel's): a connection made before the pod's program
+listens is not dropped with the refused stream, losing what the client sent; the stream
+is opened again, with those bytes, until the program answers or the patience runs out.
+A client that connects early (ZeroMQ at once, with its first request) is then answered
+the moment the program listens, not after its own retry timer.
+
 The streams run on an event loop of their own in a daemon thread: they keep flowing
 whatever the caller's loop does (a blocking KernelManager runs its loop only during calls,
 and a busy server loop does not slow the traffic)."""
@@ -35,6 +41,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CHUNK = 64 * 1024
+#: A patient forward holds at most this much of what a client sent before the pod's
+#: program first answered (a ZeroMQ greeting and a request or two), to send it again on
+#: the next stream; a client that sends more is no longer held.
+HELD_LIMIT = 256 * 1024
+#: The pause before a refused stream is opened again, growing to REFUSED_PAUSE_MAX.
+REFUSED_PAUSE, REFUSED_PAUSE_MAX = 0.05, 0.25
 T = TypeVar("T")
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
@@ -66,12 +78,40 @@ async def _there(coro: Coroutine[Any, Any, T]) -> T:
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, _forwarding_loop()))
 
 
+class _Refused(Exception):
+    """The pod's port refused the stream: nothing the client sent reached it."""
+
+
+class _Held:
+    """What a patient connection's client sent before the pod's program first answered."""
+
+    def __init__(self, patient: bool) -> None:
+        self.patient = patient
+        self.data = bytearray()
+
+    def keep(self, data: bytes) -> None:
+        if self.patient:
+            self.data += data
+            if len(self.data) > HELD_LIMIT:
+                self.answered()
+
+    def answered(self) -> None:
+        """The program has answered (or too much is held): a later stream's end is the
+        connection's end."""
+        self.patient = False
+        self.data = bytearray()
+
+
 class PortForward:
     """Listeners for ``ports`` of pod ``pod``: the Unix socket ``{prefix}-{port}`` for each
     (the way jupyter_client names ``ipc`` channels)."""
 
-    def __init__(self, backend: KubernetesBackend, pod: str, ports: list[int]) -> None:
+    def __init__(
+        self, backend: KubernetesBackend, pod: str, ports: list[int], patience: float = 0.0
+    ) -> None:
         assert backend.rest is not None
+        #: How long a connection's refused streams are opened again (0: never).
+        self.patience = patience
         self.configuration = backend.rest.api.configuration
         self.namespace = backend.namespace
         self.pod = pod
@@ -124,17 +164,20 @@ class PortForward:
     async def _pipe(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int
     ) -> None:
-        assert self._ws is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.patience
+        held = _Held(patient=self.patience > 0)
+        pause = REFUSED_PAUSE
         try:
-            connect = await open_stream(self._ws, self.namespace, self.pod, port)
-            async with connect as ws:
-                upstream = asyncio.create_task(self._upstream(reader, ws))
+            while True:
                 try:
-                    await self._downstream(ws, writer, port)
-                finally:
-                    upstream.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await upstream
+                    await self._stream(reader, writer, port, held)
+                    return
+                except _Refused as refused:
+                    if not held.patient or loop.time() + pause > deadline:
+                        raise ValueError(str(refused)) from None
+                await asyncio.sleep(pause)
+                pause = min(REFUSED_PAUSE_MAX, pause * 1.5)
         except (aiohttp.ClientError, OSError, ValueError) as error:
             log.debug("jupyter-pai: port-forward to %s:%s ended: %s", self.pod, port, error)
         finally:
@@ -142,15 +185,43 @@ class PortForward:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _stream(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int, held: _Held
+    ) -> None:
+        """One port-forward stream for the connection: what is held first, then both ways
+        until either side ends; :class:`_Refused` if the pod's port refused it."""
+        assert self._ws is not None
+        connect = await open_stream(self._ws, self.namespace, self.pod, port)
+        async with connect as ws:
+            resent = True
+            if held.data:
+                try:
+                    await ws.send_bytes(b"\x00" + bytes(held.data))
+                except (ConnectionResetError, aiohttp.ClientError):
+                    resent = False  # already closing (a refusal): its end says why
+            upstream = asyncio.create_task(self._upstream(reader, ws, held))
+            try:
+                await self._downstream(ws, writer, port, held)
+            finally:
+                upstream.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await upstream
+            if held.patient and not resent:
+                raise _Refused(f"port {port}: the stream closed before it took the held bytes")
+
     @staticmethod
-    async def _upstream(reader: asyncio.StreamReader, ws: aiohttp.ClientWebSocketResponse) -> None:
+    async def _upstream(
+        reader: asyncio.StreamReader, ws: aiohttp.ClientWebSocketResponse, held: _Held
+    ) -> None:
         while data := await reader.read(CHUNK):
+            held.keep(data)  # before sending: a refused stream loses it
             await ws.send_bytes(b"\x00" + data)  # channel 0: the port's data
+        held.patient = False  # the client is done: nothing to open again for
         await ws.close()
 
     @staticmethod
     async def _downstream(
-        ws: aiohttp.ClientWebSocketResponse, writer: asyncio.StreamWriter, port: int
+        ws: aiohttp.ClientWebSocketResponse, writer: asyncio.StreamWriter, port: int, held: _Held
     ) -> None:
         seen: set[int] = set()
         async for msg in ws:
@@ -161,8 +232,12 @@ class PortForward:
                 seen.add(channel)
                 payload = payload[2:]
             if channel == 1 and payload:
-                raise ValueError(f"port {port}: {payload.decode(errors='replace')}")
+                error = f"port {port}: {payload.decode(errors='replace')}"
+                if held.patient and "refused" in error:
+                    raise _Refused(error)
+                raise ValueError(error)
             if channel == 0 and payload:
+                held.answered()
                 writer.write(payload)
                 await writer.drain()
 
