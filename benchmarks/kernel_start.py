@@ -113,6 +113,24 @@ async def describe_namespace(kubeconfig: str, flavor: str) -> str:
     return "; ".join(words) or f"no pod and no event in namespace {namespace}"
 
 
+async def until_job_pods_gone(backend: KubernetesBackend) -> None:
+    """Poll (50 ms) until no pod of a jupyter-pai job is left in the namespace."""
+    from benchmarks.plain_kernel_pod import GONE_LIMIT
+    from jupyter_pai.backends.kubernetes.naming import LABEL_JOB
+    from jupyter_pai.backends.kubernetes.resources import POD
+    from jupyter_pai.backends.kubernetes.rest import path
+
+    rest = backend.rest
+    assert rest is not None
+    deadline = time.monotonic() + GONE_LIMIT
+    while (await rest.get(path(POD, backend.namespace), labelSelector=LABEL_JOB)).get("items"):
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"the pai kernel's pod was still there {GONE_LIMIT:.0f} s after its end"
+            )
+        await asyncio.sleep(0.05)
+
+
 def cluster_config(kubeconfig: str, flavor: str) -> Config:
     from tests.cluster import manifests
 
@@ -173,6 +191,9 @@ async def on_cluster(kubeconfig: str, flavor: str, runs: int) -> dict[str, list[
                             f"{START_LIMIT:.0f} s; waited for its job's pod: "
                             + await describe_namespace(kubeconfig, flavor)
                         ) from None
+                    # As the direct pod's: the next start begins once this one's pod has
+                    # gone (a scheduler counts a terminating pod's GPU as taken).
+                    await until_job_pods_gone(backend)
                 if i:
                     times[side].append(took)
         return times
@@ -205,7 +226,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--kube", action="store_true", help="also on the test cluster")
     parser.add_argument("--cluster-dir", help="a running cluster (tests.cluster up --dir)")
+    parser.add_argument(
+        "--flavors",
+        default="native,volcano,kueue,hived",
+        help="the flavours measured with --kube, comma-separated",
+    )
+    parser.add_argument(
+        "--volcano-period",
+        help="its own cluster's vc-scheduler --schedule-period (e.g. 200ms; default 1s): "
+        "what an admin's setting saves a volcano kernel",
+    )
     args = parser.parse_args()
+    flavors = [f for f in args.flavors.split(",") if f]
+    unknown = set(flavors) - {"native", "volcano", "kueue", "hived"}
+    if unknown:
+        parser.error(f"--flavors: no flavour {', '.join(sorted(unknown))}")
+    if args.volcano_period and args.cluster_dir:
+        parser.error("--volcano-period sets the benchmark's own cluster: leave out --cluster-dir")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_specs(folder)
@@ -227,10 +264,12 @@ def main() -> None:
             from benchmarks.kube_cluster import cluster
 
             # The kernel's pod runs on the runner node (the only one whose pods run).
-            with cluster(args.cluster_dir, runner=True) as state:
+            with cluster(
+                args.cluster_dir, runner=True, volcano_schedule_period=args.volcano_period
+            ) as state:
                 print(f"test cluster, what the schedulers cost: {scheduler_costs(state)}")
                 kubeconfig = str(state.users["alice"])
-                for flavor in ("native", "volcano", "kueue", "hived"):
+                for flavor in flavors:
                     took = asyncio.run(on_cluster(kubeconfig, flavor, args.runs))
                     pai, direct = took["pai"], took["direct"]
                     ratio = statistics.median(pai) / statistics.median(direct)

@@ -19,6 +19,7 @@ def cluster(
     gpu_nodes: bool = True,
     runner: bool = False,
     schedulers: bool = True,
+    volcano_schedule_period: str | None = None,
 ) -> Iterator[controlplane.State]:
     if existing:
         state = controlplane.State.load(Path(existing))
@@ -36,6 +37,7 @@ def cluster(
             options.volcano = options.kueue = options.hived = False
         if not gpu_nodes:
             options.gpu_pool = None
+        options.volcano_schedule_period = volcano_schedule_period
         state = plane.up(options)
         print(f"cluster up in {time.monotonic() - t0:.1f}s ({plane.directory})", flush=True)
         try:

@@ -18,8 +18,6 @@ import gzip
 import os
 import shutil
 import stat
-import tarfile
-import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -501,6 +499,8 @@ def archive(root: str, rel: str, fmt: str) -> Iterator[bytes]:
 
 
 def _zip_blocks(real_root: str, folder: str) -> Iterator[bytes]:
+    import zipfile  # here: a server that never archives does not hold it
+
     sink = _Sink()
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for path, name, st in _walk(real_root, folder):
@@ -522,6 +522,8 @@ def _zip_blocks(real_root: str, folder: str) -> Iterator[bytes]:
 
 
 def _tar_blocks(real_root: str, folder: str) -> Iterator[bytes]:
+    import tarfile  # here: a server that never archives does not hold it
+
     # The tar stream is written here, not by tarfile.addfile, which copies a whole file
     # before it returns: blocks go out while a big file is read.
     sink = _Sink()

@@ -18,7 +18,7 @@ from ..errors import Unavailable
 from .launcher import PORT_LABEL
 
 _BACKENDS: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[str, tuple[Backend, PAIConfig]]
+    asyncio.AbstractEventLoop, dict[str, tuple[Backend, PAIConfig, asyncio.Task[None]]]
 ]
 _BACKENDS = weakref.WeakKeyDictionary()
 
@@ -39,14 +39,24 @@ async def backend_for(parent: Any) -> tuple[Backend, PAIConfig]:
         config.merge(Config({"LocalBackend": {"housekeeping": 0.0}}))
         pai = PAIConfig(config=config)
         backend = pai.make_backend()
-        backends[key] = (backend, pai)
-        await backend.start()
-    return backends[key]
+        # Every caller awaits the one start: two kernels started at once both get a
+        # backend whose caches are synced.
+        backends[key] = (backend, pai, asyncio.ensure_future(backend.start()))
+    backend, pai, started = backends[key]
+    try:
+        await asyncio.shield(started)
+    except Exception:
+        if backends.get(key, (None, None, None))[2] is started:
+            del backends[key]  # the next caller starts afresh
+        raise
+    return backend, pai
 
 
 async def close_backends() -> None:
     """Close the backends this loop started (the end of a script or a test)."""
-    for backend, _ in _BACKENDS.pop(asyncio.get_running_loop(), {}).values():
+    for backend, _, started in _BACKENDS.pop(asyncio.get_running_loop(), {}).values():
+        if not started.done():
+            started.cancel()
         await backend.close()
 
 

@@ -64,6 +64,8 @@ class Options:
     kueue: bool = True
     # HiveD and the kube-scheduler that uses it as its extender.
     hived: bool = True
+    # vc-scheduler's --schedule-period (how often it opens a session); None: its 1s default.
+    volcano_schedule_period: str | None = None
 
     @classmethod
     def runner_only(cls, runner_pool: manifests.NodeShape | None = None) -> Options:
@@ -441,7 +443,16 @@ class ControlPlane:
             nodes += manifests.nodes(options.runner_pool, runner=True)
         kube.apply(api, nodes)
         if volcano_dir is not None:
-            self._start_volcano(api, volcano_dir, volcano_crds, ports, ca, admin_kubeconfig, launch)
+            self._start_volcano(
+                api,
+                volcano_dir,
+                volcano_crds,
+                ports,
+                ca,
+                admin_kubeconfig,
+                launch,
+                options.volcano_schedule_period,
+            )
         if kueue_dirs is not None:
             kueue.start(api, d, *kueue_dirs, kueue_crds, ports, ca, admin_kubeconfig, launch)
         if hived_dir is not None:
@@ -539,6 +550,7 @@ class ControlPlane:
         ca: tuple[Any, Any],
         kubeconfig: Path,
         launch: Callable[[str, list[str]], None],
+        schedule_period: str | None = None,
     ) -> None:
         """Admission policies and webhook configurations (which vc-webhook-manager waits
         for), then the three components. `_wait_volcano` waits for them."""
@@ -593,6 +605,7 @@ class ControlPlane:
                 ports["vc-scheduler"],
                 ports["vc-scheduler-healthz"],
                 d / "volcano",
+                schedule_period,
             ),
         )
 

@@ -279,9 +279,12 @@ def scheduler_argv(
     metrics_port: int,
     healthz_port: int,
     dump_dir: Path,
+    schedule_period: str | None = None,
 ) -> list[str]:
+    period = [f"--schedule-period={schedule_period}"] if schedule_period else []
     return [
         str(bin_dir / "vc-scheduler"),
+        *period,
         f"--kubeconfig={kubeconfig}",
         f"--scheduler-conf={conf}",
         f"--scheduler-name={SCHEDULER_NAME}",

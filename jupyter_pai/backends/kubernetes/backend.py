@@ -52,6 +52,7 @@ from .pods import PodOptions
 from .portforward import PortForward, TaskPortForwards
 from .resources import NODE
 from .rest import ApiError, Rest, path, typed
+from .sideloop import SideRest
 from .states import Obj, job_view
 from .storage import HelperPods
 
@@ -228,6 +229,7 @@ class KubernetesBackend(ClaimStorage, Backend):
         self.helpers: HelperPods | None = None
         self._sweep: asyncio.Task[None] | None = None
         self.port_forwards = TaskPortForwards(self)
+        self._follows: SideRest | None = None
         self.ended_logs = EndedLogs()
         self.gpu_metrics = (
             PrometheusGpus(self.prometheus_url, self.namespace, ttl=self.utilisation_cache_seconds)
@@ -300,6 +302,9 @@ class KubernetesBackend(ClaimStorage, Backend):
         if self.helpers is not None:
             await self.helpers.close()  # no helper pod outlives the server
         await self.port_forwards.close()
+        if self._follows is not None:
+            await self._follows.close()
+            self._follows = None
         await self.cache.stop()
         if self._api is not None:
             await self._api.close()
@@ -401,7 +406,14 @@ class KubernetesBackend(ClaimStorage, Backend):
             d.view,
             query,
             ended=(self.ended_logs, self._ended_pod_uid),
+            side=self._side_rest(),
         )
+
+    def _side_rest(self) -> SideRest:
+        """Log follows are opened and read on the side loop, with the same credentials."""
+        if self._follows is None:
+            self._follows = SideRest(self._rest().api.configuration, self.request_timeout)
+        return self._follows
 
     def _ended_pod_uid(self, name: str) -> str | None:
         """The uid of the pod, where its containers have all exited (its log is final)."""

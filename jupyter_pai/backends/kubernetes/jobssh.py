@@ -9,9 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from ...runtime.plugins.ssh import PRIVATE_KEY_VAR, PUBLIC_KEY_VAR, uses_job_key
 from ...spec.protocol import JobProtocol
 from .naming import JobNames
@@ -32,6 +29,10 @@ def needs_job_key(job: JobProtocol) -> bool:
 
 
 def generate_key_pair(comment: str) -> KeyPair:
+    # Imported here: cryptography's bindings are ~11 MB of a server that rarely makes keys.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(
         serialization.Encoding.PEM,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 from urllib.parse import quote
 
 import aiohttp
@@ -22,6 +24,7 @@ from .logcache import ENTRY_MAX_BYTES, EndedLogs
 from .naming import JobNames
 from .resources import CONFIG_MAP, SECRET
 from .rest import ApiError, Rest, path, typed
+from .sideloop import SideRest, relayed, there
 from .states import JobView, Task
 
 
@@ -35,9 +38,11 @@ async def task_log(
     query: LogQuery,
     *,
     ended: tuple[EndedLogs, Callable[[str], str | None]] | None = None,
+    side: SideRest | None = None,
 ) -> LogStream:
     """The log ``query`` asks for, of one task of a job as ``view`` shows it. ``ended``:
-    the cache of ended logs, and what tells a pod's uid where its log is final."""
+    the cache of ended logs, and what tells a pod's uid where its log is final. ``side``:
+    where a follow is opened and read (the side loop), if given."""
     role = query.role or next(iter(job.task_roles))
     task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
     if task is None:
@@ -103,7 +108,8 @@ async def task_log(
             tail, context_lines = await _follow_from_tail(
                 rest, namespace, pod, query.tail, secrets.newlines
             )
-        chunks = await pod_log(
+        opener = functools.partial(follow_log, side) if follow and side is not None else pod_log
+        chunks = await opener(
             rest,
             namespace,
             pod,
@@ -121,7 +127,7 @@ async def task_log(
                 f"Kubernetes no longer keeps attempt {query.attempt} of task {role}-{query.index}"
             ) from None
         if error.status == 400 and follow:  # followed from its start, once it starts
-            later = _once_started(rest, namespace, pod, tail, query.limit, secrets)
+            later = _once_started(rest, namespace, pod, tail, query.limit, secrets, side)
             return LogStream(size=0, chunks=later, role=role, index=query.index)
         if error.status == 400:  # the container has not started: no log yet
             return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
@@ -140,6 +146,7 @@ async def _once_started(
     tail: int | None,
     limit: int | None,
     secrets: LogSecrets,
+    side: SideRest | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """A follow of a container that has not started yet: its log from its first line as
     soon as it starts (a follower of a just-submitted job gets its first bytes then, not an
@@ -147,8 +154,9 @@ async def _once_started(
     deadline = asyncio.get_running_loop().time() + START_WAIT
     while True:
         await asyncio.sleep(START_POLL)
+        opener = functools.partial(follow_log, side) if side is not None else pod_log
         try:
-            chunks = await pod_log(
+            chunks = await opener(
                 rest, namespace, pod, follow=True, tail=tail, limit=limit, secrets=secrets
             )
         except ApiError as error:
@@ -268,6 +276,18 @@ async def pod_log(
         ),
     )
     return _chunks(resp, secrets or LogSecrets(), keep, context_lines)
+
+
+async def follow_log(
+    side: SideRest, rest: Rest, namespace: str, pod: str, **options: Any
+) -> AsyncGenerator[bytes, None]:
+    """:func:`pod_log` opened and read on the side loop (``rest`` is this loop's, unused):
+    under load a follow's first bytes do not wait behind the server's queued requests."""
+
+    async def open_there() -> AsyncGenerator[bytes, None]:
+        return await pod_log(side.rest(), namespace, pod, **options)
+
+    return relayed(await there(open_there()))
 
 
 async def ranged_pod_log(

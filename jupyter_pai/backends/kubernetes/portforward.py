@@ -13,9 +13,8 @@ is opened again, with those bytes, until the program answers or the patience run
 A client that connects early (ZeroMQ at once, with its first request) is then answered
 the moment the program listens, not after its own retry timer.
 
-The streams run on an event loop of their own in a daemon thread: they keep flowing
-whatever the caller's loop does (a blocking KernelManager runs its loop only during calls,
-and a busy server loop does not slow the traffic)."""
+The streams run on the side loop (:mod:`.sideloop`): they keep flowing whatever the
+caller's loop does."""
 
 from __future__ import annotations
 
@@ -26,15 +25,14 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from .kubeclient import WsApiClient
 from .resources import POD
 from .rest import path
+from .sideloop import there
 
 if TYPE_CHECKING:
     from .backend import KubernetesBackend
@@ -47,18 +45,6 @@ CHUNK = 64 * 1024
 HELD_LIMIT = 256 * 1024
 #: The pause before a refused stream is opened again, growing to REFUSED_PAUSE_MAX.
 REFUSED_PAUSE, REFUSED_PAUSE_MAX = 0.05, 0.25
-T = TypeVar("T")
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
-
-
-def _forwarding_loop() -> asyncio.AbstractEventLoop:
-    global _loop
-    with _loop_lock:
-        if _loop is None:
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="pai-port-forward", daemon=True).start()
-        return _loop
 
 
 async def open_stream(ws: WsApiClient, namespace: str, pod: str, port: int) -> Any:
@@ -71,11 +57,6 @@ async def open_stream(ws: WsApiClient, namespace: str, pod: str, port: int) -> A
         auth_settings=["BearerToken"],
         _preload_content=False,
     )
-
-
-async def _there(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the forwarding loop and await it from this one."""
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, _forwarding_loop()))
 
 
 class _Refused(Exception):
@@ -127,16 +108,16 @@ class PortForward:
         return f"{self.prefix}-{port}"
 
     async def start(self) -> None:
-        await _there(self._start())
+        await there(self._start())
 
     async def reset(self) -> None:
         """Drop every open stream (the kernel behind them was restarted): ZeroMQ then
         reconnects each channel through a fresh port-forward, to the new kernel. Each socket
         is made anew: jupyter_client removes ``ipc`` files on a restart."""
-        await _there(self._reset())
+        await there(self._reset())
 
     async def close(self) -> None:
-        await _there(self._close())
+        await there(self._close())
 
     async def _start(self) -> None:
         self._ws = WsApiClient(configuration=self.configuration)
