@@ -10,9 +10,12 @@ One worker: documents queue behind each other, never beside the server. A worker
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,9 +23,6 @@ from ..backends.models import NotebookJobRequest
 from ..errors import FieldError, PAIError, SpecError, Unavailable
 from ..spec.document import parse_json
 from ..spec.parse import ParsedJob, parse_job
-
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
 
 T = TypeVar("T")
 
@@ -76,11 +76,6 @@ class _Worker:
         self._pool: ProcessPoolExecutor | None = None
 
     async def run(self, call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        # Imported at the first request: multiprocessing is megabytes a server may not use.
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
         if self._pool is None:
             # spawn: forking a server that runs threads could copy a lock someone holds.
             context = multiprocessing.get_context("spawn")
@@ -100,8 +95,6 @@ _WORKER = _Worker()
 
 async def in_worker(call: Callable[..., T], *args: Any) -> T:
     """``call(*args)`` in the parser's process; ``call`` and its arguments must pickle."""
-    from concurrent.futures.process import BrokenProcessPool
-
     try:
         outcome = await _WORKER.run(call, args)
     except BrokenProcessPool:
