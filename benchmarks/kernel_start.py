@@ -113,24 +113,6 @@ async def describe_namespace(kubeconfig: str, flavor: str) -> str:
     return "; ".join(words) or f"no pod and no event in namespace {namespace}"
 
 
-async def until_job_pods_gone(backend: KubernetesBackend) -> None:
-    """Poll (50 ms) until no pod of a jupyter-pai job is left in the namespace."""
-    from benchmarks.plain_kernel_pod import GONE_LIMIT
-    from jupyter_pai.backends.kubernetes.naming import LABEL_JOB
-    from jupyter_pai.backends.kubernetes.resources import POD
-    from jupyter_pai.backends.kubernetes.rest import path
-
-    rest = backend.rest
-    assert rest is not None
-    deadline = time.monotonic() + GONE_LIMIT
-    while (await rest.get(path(POD, backend.namespace), labelSelector=LABEL_JOB)).get("items"):
-        if time.monotonic() > deadline:
-            raise SystemExit(
-                f"the pai kernel's pod was still there {GONE_LIMIT:.0f} s after its end"
-            )
-        await asyncio.sleep(0.05)
-
-
 def cluster_config(kubeconfig: str, flavor: str) -> Config:
     from tests.cluster import manifests
 
@@ -191,9 +173,9 @@ async def on_cluster(kubeconfig: str, flavor: str, runs: int) -> dict[str, list[
                             f"{START_LIMIT:.0f} s; waited for its job's pod: "
                             + await describe_namespace(kubeconfig, flavor)
                         ) from None
-                    # As the direct pod's: the next start begins once this one's pod has
-                    # gone (a scheduler counts a terminating pod's GPU as taken).
-                    await until_job_pods_gone(backend)
+                    # As the direct pod's: the next start begins once this one's pod and
+                    # objects have gone.
+                    await scheduler_path.settled(backend, flavor)
                 if i:
                     times[side].append(took)
         return times
