@@ -46,6 +46,7 @@ async def test_callers_at_once_share_one_start_and_wait_for_it(
         return made[-1]
 
     monkeypatch.setattr(PAIConfig, "make_backend", make_backend)
+
     async def started_when_returned() -> tuple[Any, bool]:
         backend, _ = await backends.backend_for(parent())
         return backend, backend.started
