@@ -117,17 +117,17 @@ class JobLifecycle:
         )
 
     async def create(self, objects: list[Obj], primary_index: int, names: JobNames) -> Obj:
-        """Create the job's objects; any failure deletes what was created. In two waves,
-        each wave's objects at once (a kernel waits on every round trip): first those
-        whose controllers make no pods (the Secret, Service and PodGroup the pods need),
-        then those that do. Objects made before the primary get their owner reference once
-        it exists, those after it at creation."""
+        """Create the job's objects; any failure deletes what was created. In waves, each
+        wave's objects at once (a kernel waits on every round trip): those before the
+        primary, the primary, then those after it, the ones whose controllers make pods
+        last so the Secret, Service and PodGroup their pods need exist first. Objects
+        before the primary get their owner reference once it exists (a patch, which the
+        flavours with such objects may make), those after it at creation."""
         rest = self.rest()
         ns = self.namespace
         own = self.flavor.own_kinds
         created: list[Obj] = []
-        first = [(i, m) for i, m in enumerate(objects) if not makes_pods(m)]
-        second = [(i, m) for i, m in enumerate(objects) if makes_pods(m)]
+        after = list(enumerate(objects[primary_index + 1 :], start=primary_index + 1))
         primary: Obj | None = None
 
         async def make(i: int, manifest: Obj) -> Obj:
@@ -166,15 +166,11 @@ class JobLifecycle:
             return made
 
         try:
-            made = await wave(first)
-            primary = next(
-                (o for (i, _), o in zip(first, made, strict=True) if i == primary_index), None
-            )
-            if primary is None:  # the primary makes pods: before the others that do
-                (primary,) = await wave([(primary_index, objects[primary_index])])
-                second = [(i, m) for i, m in second if i != primary_index]
-            await _all(own_earlier(o) for o in created if o is not primary)
-            await wave(second)
+            await wave(list(enumerate(objects[:primary_index])))
+            (primary,) = await wave([(primary_index, objects[primary_index])])
+            await _all(own_earlier(earlier) for earlier in created[:-1])
+            await wave([(i, m) for i, m in after if not makes_pods(m)])
+            await wave([(i, m) for i, m in after if makes_pods(m)])
         except BaseException:
             for obj in reversed(created):
                 with contextlib.suppress(Exception):
