@@ -15,12 +15,21 @@ import pytest
 
 from jupyter_pai.kernels.launcher import start_commands
 
+# The launcher's stand-in waits until the kernel's has recorded: while it lives it is the
+# kernel's parent (a kernel outliving it would be adopted by init).
 RECORDER = """
-import json, os, sys
+import json, os, sys, time
+folder = os.environ["RECORD_DIR"]
 name = "kernel" if "ipykernel_launcher" in sys.argv else "launcher"
-with open(os.path.join(os.environ["RECORD_DIR"], name + ".json"), "w") as f:
+with open(os.path.join(folder, name + ".tmp"), "w") as f:
     json.dump({"argv": sys.argv, "env": dict(os.environ), "pid": os.getpid(),
                "ppid": os.getppid(), "sid": os.getsid(0)}, f)
+os.rename(os.path.join(folder, name + ".tmp"), os.path.join(folder, name + ".json"))
+deadline = time.monotonic() + 20
+while name == "launcher" and time.monotonic() < deadline:
+    if os.path.exists(os.path.join(folder, "kernel.json")):
+        break
+    time.sleep(0.01)
 """
 
 
