@@ -220,7 +220,7 @@ class Launcher:
         self._listening = False
         self.stopping = False
         # Bound at once, before ZeroMQ's import: a server connecting meanwhile waits in it.
-        self.control_fd: int | None = control_listener(self.ip, launcher_port)
+        self.control_fd = control_listener(self.ip, launcher_port)
 
     def start_kernel(self) -> None:
         """Start ipykernel again (a restart): the first was started by the task's shell."""
@@ -307,8 +307,7 @@ class Launcher:
             sock.curve_publickey = self.curve[0].encode()
             sock.curve_secretkey = self.curve[1].encode()
             sock.curve_server = True
-        if self.control_fd is not None:  # bound by the first run: connections wait in it
-            sock.use_fd = self.control_fd
+        sock.use_fd = self.control_fd  # bound at the start: connections wait in it
         sock.bind(f"tcp://{self.ip}:{self.ports['launcher']}")
         last_contact = time.monotonic()
         # "ready" requests answered once the kernel listens: (by when, idents, header).

@@ -38,9 +38,8 @@ def makes_pods(manifest: Obj) -> bool:
     return manifest.get("kind") in POD_MAKING_KINDS
 
 
-async def _all(calls: Any) -> None:
-    """Await the calls at once; the first failure is raised once all have ended."""
-    results = await asyncio.gather(*calls, return_exceptions=True)
+def _raise_first_failure(results: list[Any]) -> None:
+    """Of calls awaited at once (``gather(..., return_exceptions=True)``), the first failure."""
     for result in results:
         if isinstance(result, BaseException):
             raise result
@@ -159,16 +158,15 @@ class JobLifecycle:
         async def wave(items: list[tuple[int, Obj]]) -> list[Obj]:
             results = await asyncio.gather(*(make(i, m) for i, m in items), return_exceptions=True)
             made = [r for r in results if not isinstance(r, BaseException)]
-            created.extend(made)
-            for result in results:
-                if isinstance(result, BaseException):
-                    raise result
+            created.extend(made)  # undone too if a sibling failed
+            _raise_first_failure(results)
             return made
 
         try:
             await wave(list(enumerate(objects[:primary_index])))
             (primary,) = await wave([(primary_index, objects[primary_index])])
-            await _all(own_earlier(earlier) for earlier in created[:-1])
+            owned = [own_earlier(earlier) for earlier in created[:-1]]
+            _raise_first_failure(await asyncio.gather(*owned, return_exceptions=True))
             await wave([(i, m) for i, m in after if not makes_pods(m)])
             await wave([(i, m) for i, m in after if makes_pods(m)])
         except BaseException:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
@@ -108,9 +107,9 @@ async def task_log(
             tail, context_lines = await _follow_from_tail(
                 rest, namespace, pod, query.tail, secrets.newlines
             )
-        opener = functools.partial(follow_log, side) if follow and side is not None else pod_log
-        chunks = await opener(
+        chunks = await open_log(
             rest,
+            side,
             namespace,
             pod,
             follow=follow,
@@ -154,10 +153,9 @@ async def _once_started(
     deadline = asyncio.get_running_loop().time() + START_WAIT
     while True:
         await asyncio.sleep(START_POLL)
-        opener = functools.partial(follow_log, side) if side is not None else pod_log
         try:
-            chunks = await opener(
-                rest, namespace, pod, follow=True, tail=tail, limit=limit, secrets=secrets
+            chunks = await open_log(
+                rest, side, namespace, pod, follow=True, tail=tail, limit=limit, secrets=secrets
             )
         except ApiError as error:
             if error.status == 400 and asyncio.get_running_loop().time() < deadline:
@@ -278,11 +276,13 @@ async def pod_log(
     return _chunks(resp, secrets or LogSecrets(), keep, context_lines)
 
 
-async def follow_log(
-    side: SideRest, rest: Rest, namespace: str, pod: str, **options: Any
+async def open_log(
+    rest: Rest, side: SideRest | None, namespace: str, pod: str, **options: Any
 ) -> AsyncGenerator[bytes, None]:
-    """:func:`pod_log` opened and read on the side loop (``rest`` is this loop's, unused):
-    under load a follow's first bytes do not wait behind the server's queued requests."""
+    """:func:`pod_log`; a follow, where ``side`` is given, opened and read on the side loop:
+    under load its first bytes do not wait behind the server's queued requests."""
+    if side is None or not options.get("follow"):
+        return await pod_log(rest, namespace, pod, **options)
 
     async def open_there() -> AsyncGenerator[bytes, None]:
         return await pod_log(side.rest(), namespace, pod, **options)
