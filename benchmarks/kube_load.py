@@ -133,13 +133,16 @@ async def follow_baseline(
 
 async def run(port: int, pid: int, jobs: int, seconds: float, auth: str, kubeconfig: str) -> None:
     base = f"http://127.0.0.1:{port}"
+    # A cluster given by --cluster-dir keeps the jobs of the runs before (stopped, not
+    # deleted): this run's names are its own.
+    run = f"{int(time.time()) % 1_000_000:x}-"
     async with session(base, auth) as s, contextlib.AsyncExitStack() as stack:
         logged = await submit(
             s,
             base,
-            [{"name": f"lines-{n}", "command": LOG_LINES} for n in range(LOGGED_JOBS)],
+            [{"name": f"lines-{run}{n}", "command": LOG_LINES} for n in range(LOGGED_JOBS)],
         )
-        followed = await submit(s, base, tickers())
+        followed = await submit(s, base, tickers(run))
         await wait_for(s, base, logged, {"SUCCEEDED"}, 180)
         await wait_for(s, base, followed, {"RUNNING"}, 180)
         direct = await stack.enter_async_context(DirectFollows(kubeconfig))

@@ -152,10 +152,12 @@ async def wait_for(
             await asyncio.sleep(0.1)
 
 
-def tickers() -> list[dict[str, Any]]:
-    """The followed jobs: two workers each, printing a line every 50 ms."""
+def tickers(run: str = "") -> list[dict[str, Any]]:
+    """The followed jobs: two workers each, printing a line every 50 ms; ``run`` tells one
+    run's names from another's on a cluster that keeps them."""
     return [
-        {"name": f"ticker-{n}", "instances": 2, "command": TICKER} for n in range(FOLLOWED_JOBS)
+        {"name": f"ticker-{run}{n}", "instances": 2, "command": TICKER}
+        for n in range(FOLLOWED_JOBS)
     ]
 
 

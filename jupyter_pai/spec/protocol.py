@@ -12,6 +12,7 @@ nothing under it) meaning "all defaults".
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from typing import Annotated, Any, Literal
 
@@ -116,14 +117,19 @@ class Model(BaseModel):
     @classmethod
     def _empty_means_default(cls, data: Any) -> Any:
         """``completion:`` with nothing under it (YAML null) means "the defaults"."""
-        if not isinstance(data, dict):
+        # Every spec read (a job's detail, its view) passes here once per object in it.
+        if not isinstance(data, dict) or None not in data.values():
             return data
-        known: set[str] = set()
-        for name, info in cls.model_fields.items():
-            known.add(name)
-            if info.alias:
-                known.add(info.alias)
+        known = _field_names(cls)
         return {k: v for k, v in data.items() if not (v is None and k in known)}
+
+
+@functools.cache
+def _field_names(cls: type[BaseModel]) -> frozenset[str]:
+    """A model's fields by name and by alias."""
+    return frozenset(
+        n for name, info in cls.model_fields.items() for n in (name, info.alias) if n is not None
+    )
 
 
 class RegistryAuth(Model):
