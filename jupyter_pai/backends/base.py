@@ -7,7 +7,8 @@ import abc
 import asyncio
 import getpass
 import os
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -75,12 +76,15 @@ class LogQuery:
 
 @dataclass
 class LogStream:
-    """A task's log: its size when opened (bytes) and the chunks to send."""
+    """A task's log: its size when opened (bytes) and the chunks to send. ``hand_off``,
+    where given, writes the log to the client's own connection instead (its socket, and
+    the HTTP response's head to send first), in HTTP's chunked encoding, and closes it."""
 
     size: int
     chunks: AsyncIterator[bytes]
     role: str
     index: int
+    hand_off: Callable[[socket.socket, bytes], Awaitable[None]] | None = None
 
 
 @dataclass

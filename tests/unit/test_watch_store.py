@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 from jupyter_pai.backends.kubernetes.watch import _slim
 
@@ -86,3 +87,20 @@ def test_an_event_keeps_only_what_is_read_of_it() -> None:
         "creationTimestamp": "2026-11-27T07:00:00Z",
     }
     assert slim["message"].startswith("0/4 nodes are available") and len(slim["message"]) == 2049
+
+
+def test_short_text_is_shared_between_cached_objects_and_long_text_is_not() -> None:
+    spec = "x" * 65
+    # As they come from the API server: each object's strings its own.
+    first, second = (
+        json.loads(json.dumps(CONFIG_MAP | {"data": {"spec": spec, "state": "created"}}))
+        for _ in range(2)
+    )
+    assert first["kind"] is not second["kind"]
+    a, b = _slim(first), _slim(second)
+    assert a == b and a["data"]["spec"] == spec
+    assert a["kind"] is b["kind"]
+    owner = "app.kubernetes.io/managed-by"
+    assert a["metadata"]["labels"][owner] is b["metadata"]["labels"][owner]
+    assert next(iter(a["metadata"])) is next(iter(b["metadata"]))  # keys too
+    assert a["data"]["spec"] is not b["data"]["spec"]

@@ -44,6 +44,7 @@ from .jobssh import add_job_key, generate_key_pair, needs_job_key
 from .jobviews import OWNED, JobViews, detail
 from .logarchive import LogArchiver
 from .logcache import EndedLogs
+from .logrelay import LogRelay
 from .logs import task_log
 from .naming import JobNames, make_names
 from .nodemetrics import NO_PROMETHEUS, PrometheusNodes, attach
@@ -52,7 +53,6 @@ from .pods import PodOptions
 from .portforward import PortForward, TaskPortForwards
 from .resources import NODE
 from .rest import ApiError, Rest, path, typed
-from .sideloop import SideRest
 from .states import Obj, job_view
 from .storage import HelperPods
 
@@ -229,7 +229,7 @@ class KubernetesBackend(ClaimStorage, Backend):
         self.helpers: HelperPods | None = None
         self._sweep: asyncio.Task[None] | None = None
         self.port_forwards = TaskPortForwards(self)
-        self._follows: SideRest | None = None
+        self._relay: LogRelay | None = None
         self.ended_logs = EndedLogs()
         self.gpu_metrics = (
             PrometheusGpus(self.prometheus_url, self.namespace, ttl=self.utilisation_cache_seconds)
@@ -302,9 +302,9 @@ class KubernetesBackend(ClaimStorage, Backend):
         if self.helpers is not None:
             await self.helpers.close()  # no helper pod outlives the server
         await self.port_forwards.close()
-        if self._follows is not None:
-            await self._follows.close()
-            self._follows = None
+        if self._relay is not None:
+            await self._relay.close()
+            self._relay = None
         await self.cache.stop()
         if self._api is not None:
             await self._api.close()
@@ -406,14 +406,16 @@ class KubernetesBackend(ClaimStorage, Backend):
             d.view,
             query,
             ended=(self.ended_logs, self._ended_pod_uid),
-            side=self._side_rest(),
+            relay=self._log_relay(),
         )
 
-    def _side_rest(self) -> SideRest:
-        """Log follows are opened and read on the side loop, with the same credentials."""
-        if self._follows is None:
-            self._follows = SideRest(self._rest().api.configuration, self.request_timeout)
-        return self._follows
+    def _log_relay(self) -> LogRelay:
+        """Log follows are opened and read by the log relay, with the same credentials."""
+        if self._relay is None:
+            self._relay = LogRelay(
+                self.kubeconfig or None, self.context or None, self.request_timeout
+            )
+        return self._relay
 
     def _ended_pod_uid(self, name: str) -> str | None:
         """The uid of the pod, where its containers have all exited (its log is final)."""

@@ -29,7 +29,7 @@ from typing import Any
 from ..logredaction import LogRedactor, LogSecrets
 from .flavors import Flavor
 from .jobviews import JobViews, labels_and_owners
-from .logs import pod_log, secret_values
+from .logs import secret_values
 from .naming import (
     ANN_POD_CREATED,
     ANN_STOP,
@@ -42,6 +42,7 @@ from .naming import (
     JobNames,
     base_labels,
 )
+from .podlog import pod_log
 from .resources import CONFIG_MAP, owner_reference
 from .rest import ApiError, Obj, Rest
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
@@ -17,14 +18,17 @@ from ...errors import BadRequest, NotFound
 from ...spec.protocol import JobProtocol
 from ...spec.render import MIN_SEARCHED_SECRET
 from ..base import LogQuery, LogStream
-from ..logredaction import LogRedactor, LogSecrets, redact_range, redact_tail
+from ..logredaction import LogSecrets, redact_range, redact_tail
 from .jobssh import needs_job_key
-from .logcache import ENTRY_MAX_BYTES, EndedLogs
+from .logcache import EndedLogs
+from .logrelay import LogRelay, RelayedLog, RelayUnavailable
 from .naming import JobNames
+from .podlog import pod_log
 from .resources import CONFIG_MAP, SECRET
 from .rest import ApiError, Rest, path, typed
-from .sideloop import SideRest, relayed, there
 from .states import JobView, Task
+
+log = logging.getLogger(__name__)
 
 
 async def task_log(
@@ -37,11 +41,11 @@ async def task_log(
     query: LogQuery,
     *,
     ended: tuple[EndedLogs, Callable[[str], str | None]] | None = None,
-    side: SideRest | None = None,
+    relay: LogRelay | None = None,
 ) -> LogStream:
     """The log ``query`` asks for, of one task of a job as ``view`` shows it. ``ended``:
-    the cache of ended logs, and what tells a pod's uid where its log is final. ``side``:
-    where a follow is opened and read (the side loop), if given."""
+    the cache of ended logs, and what tells a pod's uid where its log is final. ``relay``:
+    the log relay that opens and reads follows, if given."""
     role = query.role or next(iter(job.task_roles))
     task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
     if task is None:
@@ -109,7 +113,7 @@ async def task_log(
             )
         chunks = await open_log(
             rest,
-            side,
+            relay,
             namespace,
             pod,
             follow=follow,
@@ -126,12 +130,13 @@ async def task_log(
                 f"Kubernetes no longer keeps attempt {query.attempt} of task {role}-{query.index}"
             ) from None
         if error.status == 400 and follow:  # followed from its start, once it starts
-            later = _once_started(rest, namespace, pod, tail, query.limit, secrets, side)
+            later = _once_started(rest, namespace, pod, tail, query.limit, secrets, relay)
             return LogStream(size=0, chunks=later, role=role, index=query.index)
         if error.status == 400:  # the container has not started: no log yet
             return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
         raise typed(error) from None
-    return LogStream(size=0, chunks=chunks, role=role, index=query.index)
+    hand_off = chunks.hand_off if isinstance(chunks, RelayedLog) else None
+    return LogStream(size=0, chunks=chunks, role=role, index=query.index, hand_off=hand_off)
 
 
 #: How long a follow waits for its container to start, asking every ``START_POLL`` s.
@@ -145,7 +150,7 @@ async def _once_started(
     tail: int | None,
     limit: int | None,
     secrets: LogSecrets,
-    side: SideRest | None = None,
+    relay: LogRelay | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """A follow of a container that has not started yet: its log from its first line as
     soon as it starts (a follower of a just-submitted job gets its first bytes then, not an
@@ -155,7 +160,7 @@ async def _once_started(
         await asyncio.sleep(START_POLL)
         try:
             chunks = await open_log(
-                rest, side, namespace, pod, follow=True, tail=tail, limit=limit, secrets=secrets
+                rest, relay, namespace, pod, follow=True, tail=tail, limit=limit, secrets=secrets
             )
         except ApiError as error:
             if error.status == 400 and asyncio.get_running_loop().time() < deadline:
@@ -242,52 +247,21 @@ async def _read_all(chunks: AsyncGenerator[bytes, None]) -> bytes:
     return b"".join([chunk async for chunk in chunks])
 
 
-async def pod_log(
-    rest: Rest,
-    namespace: str,
-    pod: str,
-    *,
-    follow: bool = False,
-    tail: int | None = None,
-    previous: bool = False,
-    limit: int | None = None,
-    secrets: LogSecrets | None = None,
-    container: str = "main",
-    keep: Callable[[bytes], None] | None = None,
-    context_lines: int = 0,
-) -> AsyncGenerator[bytes, None]:
-    """The pod's log as it comes (close it to let the connection go before its end);
-    ``keep`` gets the whole of it (raw) once read to its end, unless it is larger than
-    ``ENTRY_MAX_BYTES``; its first ``context_lines`` lines are looked at, not sent."""
-    resp = await rest.open(
-        "GET",
-        f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
-        query={
-            "container": container,
-            "follow": "true" if follow else None,
-            "tailLines": tail,
-            "previous": "true" if previous else None,
-            "limitBytes": limit,
-        },
-        timeout=aiohttp.ClientTimeout(
-            total=None, sock_connect=10, sock_read=None if follow else 60
-        ),
-    )
-    return _chunks(resp, secrets or LogSecrets(), keep, context_lines)
-
-
 async def open_log(
-    rest: Rest, side: SideRest | None, namespace: str, pod: str, **options: Any
-) -> AsyncGenerator[bytes, None]:
-    """:func:`pod_log`; a follow, where ``side`` is given, opened and read on the side loop:
-    under load its first bytes do not wait behind the server's queued requests."""
-    if side is None or not options.get("follow"):
-        return await pod_log(rest, namespace, pod, **options)
-
-    async def open_there() -> AsyncGenerator[bytes, None]:
-        return await pod_log(side.rest(), namespace, pod, **options)
-
-    return relayed(await there(open_there()))
+    rest: Rest, relay: LogRelay | None, namespace: str, pod: str, **options: Any
+) -> AsyncIterator[bytes]:
+    """:func:`pod_log`; a follow, where ``relay`` is given, opened and read by the log
+    relay's process: under load its first bytes do not wait for the server's interpreter.
+    Where the relay cannot take it, the follow is opened here."""
+    if relay is not None and options.get("follow") and options.get("keep") is None:
+        passed = {k: v for k, v in options.items() if k not in ("follow", "keep", "secrets")}
+        try:
+            return await relay.open(
+                namespace, pod, options.get("secrets") or LogSecrets(), **passed
+            )
+        except RelayUnavailable as error:
+            log.warning("a log follow is read in the server: %s", error)
+    return await pod_log(rest, namespace, pod, **options)
 
 
 async def ranged_pod_log(
@@ -329,49 +303,3 @@ async def ranged_pod_log(
         return size, bytes(kept)
     stop = size if end is None else min(end, size)
     return size, redact_range(bytes(kept), offset - first, stop - first, secrets)
-
-
-async def _chunks(
-    resp: aiohttp.ClientResponse,
-    secrets: LogSecrets,
-    keep: Callable[[bytes], None] | None = None,
-    context_lines: int = 0,
-) -> AsyncGenerator[bytes, None]:
-    kept: bytearray | None = bytearray() if keep is not None else None
-    redactor = LogRedactor(secrets) if secrets and not context_lines else None
-    before = bytearray()  # the lines looked at, not sent, as they come
-    try:
-        async for data in resp.content.iter_any():
-            if kept is not None:
-                kept += data
-                if len(kept) > ENTRY_MAX_BYTES:
-                    kept = None
-            if not secrets:
-                yield data
-                continue
-            if redactor is None:
-                before += data
-                at = _after_lines(before, context_lines)
-                if at is None:
-                    continue
-                redactor = LogRedactor(secrets, bytes(before[:at]))
-                data = bytes(before[at:])
-            if out := redactor.feed(data):
-                yield out
-        if redactor is not None and (rest := redactor.close()):
-            yield rest
-        if keep is not None and kept is not None:  # read to its end, not left midway
-            keep(bytes(kept))
-    finally:
-        resp.release()
-
-
-def _after_lines(data: bytearray, lines: int) -> int | None:
-    """Where the line after the first ``lines`` lines of ``data`` starts, if it has them."""
-    at = 0
-    for _ in range(lines):
-        found = data.find(b"\n", at)
-        if found == -1:
-            return None
-        at = found + 1
-    return at

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from tornado import web
-from tornado.iostream import StreamClosedError
+from tornado.iostream import IOStream, StreamClosedError
 
 from ...backends.base import LogQuery
 from ...errors import BadRequest, FieldError
@@ -73,6 +74,9 @@ class JobLogsHandler(StreamingHandler):
         self.set_header("X-Log-Size", str(stream.size))
         self.set_header("X-Task", f"{stream.role}-{stream.index}")
         self.set_header("Cache-Control", "no-store")
+        if query.follow and stream.hand_off is not None and self._plain_http11():
+            await self._hand_off(stream.hand_off)
+            return
         # A follower gets each chunk at once and is dropped when it leaves; a read of what
         # is written goes out in flushes of FLUSH_BYTES (one, with the end, for a tail),
         # each flush being one more turn of a busy loop.
@@ -93,3 +97,36 @@ class JobLogsHandler(StreamingHandler):
             return
         # APIHandler.finish() sets JSON unless told otherwise (seen when nothing was flushed).
         self.finish(set_content_type="text/plain; charset=UTF-8")
+
+    def _plain_http11(self) -> bool:
+        """Whether the client's connection may be handed to another process: HTTP/1.1 (the
+        body is sent chunked) over a plain socket (a TLS session stays in this one)."""
+        connection = self.request.connection
+        stream = getattr(connection, "stream", None)
+        return (
+            self.request.version == "HTTP/1.1"
+            and type(stream) is IOStream
+            and not self._headers_written
+        )
+
+    async def _hand_off(self, hand_off: Callable[[socket.socket, bytes], Awaitable[None]]) -> None:
+        """The follow written by the log relay straight to the client's connection: this
+        server's loop copies none of it. The head is the one tornado would send."""
+        lines = [f"HTTP/1.1 {self.get_status()} {self._reason}"]
+        lines += [f"{name}: {value}" for name, value in self._headers.get_all()]
+        lines += ["Transfer-Encoding: chunked", "Connection: close"]
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        stream = self.detach()
+        try:
+            await hand_off(stream.socket, head)
+        except OSError as error:  # the relay ended: the client is told, not left waiting
+            self.set_status(503)
+            body = f"the log relay took no follow: {error}".encode()
+            with contextlib.suppress(StreamClosedError):
+                await stream.write(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                    b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+                )
+        finally:
+            stream.close()  # this process's descriptor: the relay holds its own
+        self._log()

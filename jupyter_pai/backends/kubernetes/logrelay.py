@@ -1,0 +1,377 @@
+"""Log follows opened and read in a process of their own: the log relay.
+
+Under load the Jupyter server's interpreter is busy with the requests it serves, and a
+follow opened there (or on a thread of it) waits for the interpreter lock at every step of
+its TLS handshake and every chunk: its first bytes came in 0.5 to 0.7 s where the API server
+answers in 0.2 s. The relay is a second Python process, started with the first follow and
+shared by all of them, that opens the stream with the server's own credentials (the same
+kubeconfig or service account), reads it and blanks secrets in it (:mod:`.podlog`), and
+writes the plain bytes to a socket the server only copies from.
+
+Each follow is one request on the relay's control socket (a Unix socket pair) carrying the
+server's end of a new socket pair; the relay answers on it with one header line, the API
+server's status, then the log's bytes until either side closes. The secrets to blank reach
+it on that socket pair, never in an argument or an environment variable. The relay ends
+when the server's end of the control socket closes (the server stopped or was killed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import struct
+import sys
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from ...errors import Unavailable
+from ..logredaction import LogSecrets
+from .rest import ApiError, Rest
+
+#: The largest control request (a follow's pod, options and secrets' values).
+REQUEST_MAX_BYTES = 1 << 20
+#: The largest header line the relay answers a follow with.
+HEADER_MAX_BYTES = 64 * 1024
+#: How long the server waits for the relay's header (the API server's own answer included).
+HEADER_WAIT_SECONDS = 60.0
+#: Bytes read from the relay at a time.
+READ_BYTES = 64 * 1024
+#: What the server tells the relay to do with an opened follow: send its bytes back, or
+#: take the client's connection (with the response's head) and write to it.
+PIPE, TAKE = b"P", b"T"
+
+
+class RelayUnavailable(Exception):
+    """The relay could not be started or reached: the follow is opened in the server."""
+
+
+class LogRelay:
+    """The server's side: starts the relay on the first follow (again if it ended) and
+    hands each follow to it."""
+
+    def __init__(self, kubeconfig: str | None, context: str | None, timeout: float) -> None:
+        self._settings = {"kubeconfig": kubeconfig, "context": context, "timeout": timeout}
+        self._control: socket.socket | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._starting = asyncio.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The relay's process id, while it runs."""
+        running = self._process is not None and self._process.returncode is None
+        return self._process.pid if running and self._process is not None else None
+
+    async def _started(self) -> socket.socket:
+        async with self._starting:
+            if self._control is not None and self.pid is not None:
+                return self._control
+            await self._stop()
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    __name__,
+                    str(theirs.fileno()),
+                    pass_fds=(theirs.fileno(),),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                )
+            except OSError as error:
+                ours.close()
+                raise RelayUnavailable(f"the log relay did not start: {error}") from None
+            finally:
+                theirs.close()
+            ours.setblocking(False)
+            ours.send(json.dumps(self._settings).encode())
+            self._control = ours
+            return ours
+
+    async def open(
+        self, namespace: str, pod: str, secrets: LogSecrets, **options: Any
+    ) -> RelayedLog:
+        """:func:`.podlog.pod_log`'s follow, opened and read by the relay: the chunks as
+        they come (closing the generator ends the stream). Raises the API server's refusal
+        as :class:`ApiError`, :class:`RelayUnavailable` where the relay cannot take it."""
+        request = {
+            "namespace": namespace,
+            "pod": pod,
+            "options": options,
+            "secrets": [v.decode("utf-8", errors="surrogateescape") for v in secrets.values],
+        }
+        ours, theirs = socket.socketpair()
+        try:
+            for attempt in range(2):  # a relay that ended unseen is started again once
+                control = await self._started()
+                try:
+                    socket.send_fds(control, [json.dumps(request).encode()], [theirs.fileno()])
+                    break
+                except OSError as error:  # it ended, or is too far behind to take more
+                    await self._stop()
+                    if attempt:
+                        ours.close()
+                        raise RelayUnavailable(f"the log relay took no request: {error}") from None
+        finally:
+            theirs.close()
+        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=HEADER_MAX_BYTES)
+        try:
+            async with asyncio.timeout(HEADER_WAIT_SECONDS):
+                line = await reader.readline()
+            header = json.loads(line) if line else {}
+            if not isinstance(header, dict):
+                raise ValueError("not an object")
+        except (TimeoutError, ValueError, OSError) as error:
+            writer.close()
+            raise RelayUnavailable(f"the log relay did not answer: {error!r}") from None
+        except BaseException:
+            writer.close()
+            raise
+        if header.get("status") != 200:
+            writer.close()
+            if "unavailable" in header:
+                raise Unavailable(str(header["unavailable"]))
+            raise ApiError(
+                int(header.get("status") or 502),
+                str(header.get("reason") or ""),
+                str(header.get("message") or "the log relay failed"),
+            )
+        return RelayedLog(ours, reader, writer)
+
+    async def _stop(self) -> None:
+        control, process = self._control, self._process
+        self._control = self._process = None
+        if control is not None:
+            control.close()  # the relay ends when it sees this end close
+        if process is not None and process.returncode is None:
+            try:
+                async with asyncio.timeout(5):
+                    await process.wait()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+    async def close(self) -> None:
+        async with self._starting:
+            await self._stop()
+
+
+class RelayedLog:
+    """A follow the relay has opened, used once: read here (``async for``), or handed to
+    the client's own connection (:meth:`hand_off`), which the relay then writes to."""
+
+    def __init__(
+        self, pair: socket.socket, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._pair, self._reader, self._writer = pair, reader, writer
+        self._piping = False
+
+    def __aiter__(self) -> RelayedLog:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            if not self._piping:
+                self._piping = True
+                self._pair.send(PIPE)
+            data = await self._reader.read(READ_BYTES)
+        except OSError:
+            data = b""  # the relay ended: so does the follow
+        if not data:
+            await self.aclose()
+            raise StopAsyncIteration
+        return data
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+    async def hand_off(self, client: socket.socket, head: bytes) -> None:
+        """Have the relay write this follow to ``client`` (an HTTP/1.1 connection whose
+        request was answered by nothing yet): ``head``, then the log in chunked encoding;
+        it closes the connection at the log's end or when the client goes."""
+        message = TAKE + struct.pack("!I", len(head)) + head
+        try:
+            socket.send_fds(self._pair, [message], [client.fileno()])
+        finally:
+            await self.aclose()
+
+
+# -- the relay's process -------------------------------------------------------------------
+
+
+async def _follow(rest: Rest, request: dict[str, Any], pair: socket.socket) -> None:
+    """One follow: the header, then the log's bytes, to the server (on ``pair``) or to the
+    client's connection the server hands over, until the log ends or the reader goes."""
+    from .podlog import pod_log
+
+    loop = asyncio.get_running_loop()
+    chunks: AsyncGenerator[bytes, None] | None = None
+    closing: list[socket.socket | asyncio.StreamWriter] = [pair]
+
+    async def header(**fields: Any) -> None:
+        await loop.sock_sendall(pair, json.dumps(fields).encode() + b"\n")
+
+    try:
+        try:
+            chunks = await pod_log(
+                rest,
+                str(request["namespace"]),
+                str(request["pod"]),
+                follow=True,
+                secrets=LogSecrets.of(request.get("secrets") or []),
+                **request.get("options") or {},
+            )
+        except ApiError as error:
+            await header(status=error.status, reason=error.reason, message=error.message)
+            return
+        except Unavailable as error:
+            await header(unavailable=error.message)
+            return
+        await header(status=200)
+        client, head = await _instruction(pair)
+        if client is None:
+            reader, writer = await asyncio.open_unix_connection(sock=pair)
+        else:
+            closing.append(client)
+            reader, writer = await asyncio.open_connection(sock=client)
+            writer.write(head)
+        closing.append(writer)
+        await _copy(chunks, reader, writer, chunked=client is not None)
+    except (OSError, EOFError, asyncio.CancelledError):
+        pass
+    finally:
+        if chunks is not None:
+            with contextlib.suppress(Exception):
+                await chunks.aclose()
+        for each in closing:
+            each.close()
+
+
+async def _instruction(pair: socket.socket) -> tuple[socket.socket | None, bytes]:
+    """What the server does with an opened follow: reads it from ``pair`` (None), or hands
+    over its client's connection (that socket, and the response's head to write first)."""
+    loop = asyncio.get_running_loop()
+    data, fds = b"", list[int]()
+    try:
+        while True:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(pair.fileno(), _settle, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(pair.fileno())
+            try:
+                got, got_fds, _, _ = socket.recv_fds(pair, HEADER_MAX_BYTES, 1)
+            except BlockingIOError:
+                continue
+            if not got:
+                raise EOFError("the server closed the follow")
+            data, fds = data + got, fds + got_fds
+            if data[:1] == PIPE:
+                return None, b""
+            if data[:1] == TAKE and len(data) >= 5:
+                size = struct.unpack("!I", data[1:5])[0]
+                if len(data) >= 5 + size and fds:
+                    client = socket.socket(fileno=fds.pop(0))
+                    client.setblocking(False)
+                    return client, data[5 : 5 + size]
+            if len(data) > HEADER_MAX_BYTES or data[:1] not in (PIPE, TAKE):
+                raise EOFError("not an instruction")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _copy(
+    chunks: AsyncGenerator[bytes, None],
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    chunked: bool,
+) -> None:
+    """The log's chunks to ``writer`` (framed as HTTP's chunked encoding, ended so, where
+    ``chunked``) until the log ends or the other side closes: a quiet log too."""
+
+    async def copy() -> None:
+        async for data in chunks:
+            writer.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+            await writer.drain()
+        if chunked:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+
+    async def closed() -> None:
+        while await reader.read(READ_BYTES):
+            pass  # a client sends nothing more once it asked; its end is what matters
+
+    copying, watching = asyncio.ensure_future(copy()), asyncio.ensure_future(closed())
+    try:
+        await asyncio.wait((copying, watching), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (copying, watching):
+            task.cancel()
+        await asyncio.gather(copying, watching, return_exceptions=True)
+
+
+async def _serve(control: socket.socket) -> None:
+    from . import connect
+
+    loop = asyncio.get_running_loop()
+    settings = json.loads(await loop.sock_recv(control, REQUEST_MAX_BYTES) or b"{}")
+    api = await connect.api_client(settings.get("kubeconfig"), settings.get("context"))
+    rest = Rest(api, timeout=float(settings.get("timeout") or 15.0))
+    ended = loop.create_future()
+    follows: set[asyncio.Task[None]] = set()
+
+    def take() -> None:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(control, REQUEST_MAX_BYTES, 1)
+            except BlockingIOError:
+                return
+            except OSError:
+                data, fds = b"", []
+            if not data:  # the server's end closed
+                if not ended.done():
+                    ended.set_result(None)
+                return
+            if not fds:
+                continue
+            sock = socket.socket(fileno=fds[0])
+            sock.setblocking(False)
+            try:
+                request = json.loads(data)
+            except ValueError:
+                sock.close()
+                continue
+            task = asyncio.ensure_future(_follow(rest, request, sock))
+            follows.add(task)
+            task.add_done_callback(follows.discard)
+
+    loop.add_reader(control.fileno(), take)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(control.fileno())
+        for task in list(follows):
+            task.cancel()
+        await asyncio.gather(*follows, return_exceptions=True)
+        await api.close()
+
+
+def main(argv: list[str]) -> int:
+    control = socket.socket(fileno=int(argv[0]))
+    control.setblocking(False)
+    asyncio.run(_serve(control))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
