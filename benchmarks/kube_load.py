@@ -11,7 +11,12 @@ Starts its own test cluster (with the runner node, whose pods really run) unless
 benchmark's are ended records; the listing is what they cost); the jobs whose logs are read
 (8, ended) and followed (4 with two workers, printing a line every 50 ms) are submitted over
 REST and run as pods on the runner node, so their logs come from the kubelet through the
-API server, as a user's do."""
+API server, as a user's do.
+
+Followers' first bytes, 20 opened at once each time: with no other load, through
+jupyter-pai and straight from the API server; the load's own followers at its start; and
+under the load, 20 straight from the API server a third of the way in and 20 through
+jupyter-pai two thirds of the way in, each set alone."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
+import psutil
 
 from benchmarks.kube_cluster import cluster
 from benchmarks.kube_list import seed
@@ -106,6 +112,30 @@ class DirectFollows:
         return [one(self.pods[n % len(self.pods)]) for n in range(FOLLOWERS)]
 
 
+def through(s: aiohttp.ClientSession, base: str, followed: list[str]) -> list[Opener]:
+    """Followers of the followed jobs' tasks through jupyter-pai, as many as the load's."""
+
+    def one(job_id: str, index: int) -> Opener:
+        url = f"{base}/pai/api/jobs/{job_id}/logs?role=worker&index={index}&follow=true"
+        return lambda: s.get(url, timeout=aiohttp.ClientTimeout(total=None))
+
+    return [one(followed[n % len(followed)], n // len(followed) % 2) for n in range(FOLLOWERS)]
+
+
+async def under_load(
+    s: aiohttp.ClientSession, base: str, direct: DirectFollows, followed: list[str], seconds: float
+) -> None:
+    """20 more followers opened at once under the load, straight from the API server a third
+    of the way in, through jupyter-pai two thirds of the way in: each set alone, so neither
+    waits behind the other's openings (the load's own followers open at its start)."""
+    await asyncio.sleep(seconds / 3)
+    theirs = await first_bytes(direct.openers(), "under the load, API server directly")
+    await asyncio.sleep(seconds / 3)
+    ours = await first_bytes(through(s, base, followed), "under the load, through jupyter-pai")
+    ratio = statistics.median(ours) / statistics.median(theirs)
+    print(f"  under the load, ratio jupyter-pai / API server (p50): {ratio:.2f}x")
+
+
 async def follow_baseline(
     s: aiohttp.ClientSession, base: str, direct: DirectFollows, followed: list[str]
 ) -> None:
@@ -113,22 +143,24 @@ async def follow_baseline(
     jupyter-pai, and straight from the API server on the same pods, side by side: the
     kubelet's part (here the test cluster's) is in both."""
 
-    def through(job_id: str, index: int) -> Opener:
-        url = f"{base}/pai/api/jobs/{job_id}/logs?role=worker&index={index}&follow=true"
-        return lambda: s.get(url, timeout=aiohttp.ClientTimeout(total=None))
-
     print(f"follow, first bytes, {FOLLOWERS} followers at once, no other load:")
     for _ in range(2):  # the second round is the figure: the first opens connections
-        ours = await first_bytes(
-            [
-                through(followed[n % len(followed)], n // len(followed) % 2)
-                for n in range(FOLLOWERS)
-            ],
-            "through jupyter-pai",
-        )
+        ours = await first_bytes(through(s, base, followed), "through jupyter-pai")
         theirs = await first_bytes(direct.openers(), "API server directly")
     ratio = statistics.median(ours) / statistics.median(theirs)
     print(f"  ratio jupyter-pai / API server (p50): {ratio:.2f}x")
+
+
+def relay_figures(pid: int) -> None:
+    """The log relay's own share (a process of the server's: its CPU and memory are not in
+    the server's figures above)."""
+    for child in psutil.Process(pid).children():
+        if "logrelay" in " ".join(child.cmdline()):
+            cpu = sum(child.cpu_times()[:2])
+            rss = child.memory_info().rss / 2**20
+            print(
+                f"log relay (pid {child.pid}): CPU {cpu:.1f} s since it started; RSS {rss:.0f} MB"
+            )
 
 
 async def run(port: int, pid: int, jobs: int, seconds: float, auth: str, kubeconfig: str) -> None:
@@ -161,13 +193,11 @@ async def run(port: int, pid: int, jobs: int, seconds: float, auth: str, kubecon
             f"Kubernetes backend (native), {len(ids)} jobs, {seconds:.0f} s, 70 polling clients"
             f" + 20 followers, authenticated by {auth}"
         )
-        # The same number of followers straight from the API server, opened with the load's
-        # own: what the load costs a follow that jupyter-pai does not make.
-        beside = asyncio.create_task(
-            first_bytes(direct.openers(), "under the load, API server directly")
-        )
+        # What the load costs a follow that jupyter-pai does not make, and one it does.
+        beside = asyncio.create_task(under_load(s, base, direct, followed, seconds))
         await measure(s, base, pid, Mix(ids, logged, followed), seconds, title, KUBE_RSS_GOAL_MB)
         await beside
+        relay_figures(pid)
         for job_id in logged + followed:
             async with s.delete(f"{base}/pai/api/jobs/{job_id}", headers=AUTH) as r:
                 await r.read()

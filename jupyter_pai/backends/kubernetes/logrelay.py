@@ -116,21 +116,23 @@ class LogRelay:
                         raise RelayUnavailable(f"the log relay took no request: {error}") from None
         finally:
             theirs.close()
-        reader, writer = await asyncio.open_unix_connection(sock=ours, limit=HEADER_MAX_BYTES)
+        # Read with the socket's own calls, not a stream: under load each step of setting
+        # one up is another turn of the server's busy loop before the follow's first bytes.
+        ours.setblocking(False)
         try:
             async with asyncio.timeout(HEADER_WAIT_SECONDS):
-                line = await reader.readline()
+                line = await _line(ours)
             header = json.loads(line) if line else {}
             if not isinstance(header, dict):
                 raise ValueError("not an object")
         except (TimeoutError, ValueError, OSError) as error:
-            writer.close()
+            ours.close()
             raise RelayUnavailable(f"the log relay did not answer: {error!r}") from None
         except BaseException:
-            writer.close()
+            ours.close()
             raise
         if header.get("status") != 200:
-            writer.close()
+            ours.close()
             if "unavailable" in header:
                 raise Unavailable(str(header["unavailable"]))
             raise ApiError(
@@ -138,7 +140,7 @@ class LogRelay:
                 str(header.get("reason") or ""),
                 str(header.get("message") or "the log relay failed"),
             )
-        return RelayedLog(ours, reader, writer)
+        return RelayedLog(ours)
 
     async def _stop(self) -> None:
         control, process = self._control, self._process
@@ -158,14 +160,26 @@ class LogRelay:
             await self._stop()
 
 
+async def _line(sock: socket.socket) -> bytes:
+    """The relay's header line (it sends nothing after it until told what to do)."""
+    loop = asyncio.get_running_loop()
+    data = b""
+    while not data.endswith(b"\n"):
+        got = await loop.sock_recv(sock, HEADER_MAX_BYTES)
+        if not got:
+            break
+        data += got
+        if len(data) > HEADER_MAX_BYTES:
+            raise ValueError("the relay's header is too long")
+    return data
+
+
 class RelayedLog:
     """A follow the relay has opened, used once: read here (``async for``), or handed to
     the client's own connection (:meth:`hand_off`), which the relay then writes to."""
 
-    def __init__(
-        self, pair: socket.socket, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        self._pair, self._reader, self._writer = pair, reader, writer
+    def __init__(self, pair: socket.socket) -> None:
+        self._pair = pair
         self._piping = False
 
     def __aiter__(self) -> RelayedLog:
@@ -176,7 +190,7 @@ class RelayedLog:
             if not self._piping:
                 self._piping = True
                 self._pair.send(PIPE)
-            data = await self._reader.read(READ_BYTES)
+            data = await asyncio.get_running_loop().sock_recv(self._pair, READ_BYTES)
         except OSError:
             data = b""  # the relay ended: so does the follow
         if not data:
@@ -185,7 +199,7 @@ class RelayedLog:
         return data
 
     async def aclose(self) -> None:
-        self._writer.close()
+        self._pair.close()
 
     async def hand_off(self, client: socket.socket, head: bytes) -> None:
         """Have the relay write this follow to ``client`` (an HTTP/1.1 connection whose
