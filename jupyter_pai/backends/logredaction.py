@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..spec.render import HIDDEN
+from ..spec.hidden import HIDDEN
 
 PLACEHOLDER = HIDDEN.encode()
 _PROBE = 8  # the first bytes of a secret searched for at the log's end

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .hidden import HIDDEN
 from .protocol import JobProtocol
 from .templating import MISSING, PREREQUISITE_SCOPES, Reference, as_text, lookup, render, resolve
 
-HIDDEN = "******"
 #: Secret values shorter than this are hidden where they are declared but not searched for
 #: inside other text (a secret "1" would otherwise blank every digit of a spec).
 MIN_SEARCHED_SECRET = 4

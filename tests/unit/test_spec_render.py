@@ -7,7 +7,7 @@ import json
 import pytest
 
 from jupyter_pai.spec import parse_job, public_spec, redact, secret_values, task_commands
-from jupyter_pai.spec.render import HIDDEN
+from jupyter_pai.spec.hidden import HIDDEN
 from tests.spec_corpus import example_files, golden, normalized
 
 EXAMPLES = example_files()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tornado import web
 
 from ...backends.models import ConvertResult, FieldWarning
-from ...spec.render import HIDDEN
+from ...spec.hidden import HIDDEN
 from .base import PAIHandler, authorized
 
 
