@@ -37,7 +37,9 @@ class PAIContext:
         if self._backend is None:
             async with self._lock:
                 if self._backend is None:
-                    backend = self.config.make_backend()
+                    # A server's log follows are read by a process of their own.
+                    relay = "log_relay" in self.config.backend_type().class_trait_names()
+                    backend = self.config.make_backend(**({"log_relay": True} if relay else {}))
                     await backend.start()
                     self._backend = backend
                     # What the user lacks on the cluster, in the server's log at once (in

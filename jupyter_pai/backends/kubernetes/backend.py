@@ -12,7 +12,7 @@ import contextlib
 import os
 from typing import Any
 
-from traitlets import Dict, Float, Int, List, Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
 from ... import __version__
 from ...errors import Forbidden, PAIError, Unavailable
@@ -150,6 +150,12 @@ class KubernetesBackend(ClaimStorage, Backend):
         deleted where the job does not exist; younger ones may be a submission under way.""",
     ).tag(config=True)
     request_timeout = Float(15.0, help="Seconds per API-server request.").tag(config=True)
+    log_relay = Bool(
+        False,
+        help="""Open and read log follows in the log relay, a process of this one's own
+        (:mod:`.logrelay`): set by the Jupyter server, whose loop is busy with its other
+        requests. A command-line or notebook backend reads its follows itself.""",
+    )
     master_port = Int(29500, help="MASTER_PORT of torch.distributed.").tag(config=True)
     prometheus_url = Unicode(
         help="""A Prometheus server that scrapes NVIDIA's DCGM exporter, for GPU utilisation
@@ -406,7 +412,7 @@ class KubernetesBackend(ClaimStorage, Backend):
             d.view,
             query,
             ended=(self.ended_logs, self._ended_pod_uid),
-            relay=self._log_relay(),
+            relay=self._log_relay() if self.log_relay else None,
         )
 
     def _log_relay(self) -> LogRelay:
