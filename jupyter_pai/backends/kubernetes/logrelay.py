@@ -37,6 +37,8 @@ REQUEST_MAX_BYTES = 1 << 20
 HEADER_MAX_BYTES = 64 * 1024
 #: How long the server waits for the relay's header (the API server's own answer included).
 HEADER_WAIT_SECONDS = 60.0
+#: How long follows stay in the server after the relay ended without answering.
+BROKEN_SECONDS = 60.0
 #: Bytes read from the relay at a time.
 READ_BYTES = 64 * 1024
 #: What the server tells the relay to do with an opened follow: send its bytes back, or
@@ -52,11 +54,16 @@ class LogRelay:
     """The server's side: starts the relay on the first follow (again if it ended) and
     hands each follow to it."""
 
+    #: How the relay is started (its control socket's descriptor is added).
+    command: tuple[str, ...] = (sys.executable, "-m", __name__)
+
     def __init__(self, kubeconfig: str | None, context: str | None, timeout: float) -> None:
         self._settings = {"kubeconfig": kubeconfig, "context": context, "timeout": timeout}
         self._control: socket.socket | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._starting = asyncio.Lock()
+        # After a relay that ended without answering, follows stay in the server a while.
+        self._broken_until = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -69,12 +76,12 @@ class LogRelay:
             if self._control is not None and self.pid is not None:
                 return self._control
             await self._stop()
+            if asyncio.get_running_loop().time() < self._broken_until:
+                raise RelayUnavailable("the log relay ended without answering a moment ago")
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 self._process = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    __name__,
+                    *self.command,
                     str(theirs.fileno()),
                     pass_fds=(theirs.fileno(),),
                     stdin=asyncio.subprocess.DEVNULL,
@@ -112,6 +119,7 @@ class LogRelay:
                 except OSError as error:  # it ended, or is too far behind to take more
                     await self._stop()
                     if attempt:
+                        self._broken_until = asyncio.get_running_loop().time() + BROKEN_SECONDS
                         ours.close()
                         raise RelayUnavailable(f"the log relay took no request: {error}") from None
         finally:
@@ -122,7 +130,11 @@ class LogRelay:
         try:
             async with asyncio.timeout(HEADER_WAIT_SECONDS):
                 line = await _line(ours)
-            header = json.loads(line) if line else {}
+            if not line:  # it ended (or never started: a broken installation)
+                self._broken_until = asyncio.get_running_loop().time() + BROKEN_SECONDS
+                await self._stop()
+                raise ValueError("it ended")
+            header = json.loads(line)
             if not isinstance(header, dict):
                 raise ValueError("not an object")
         except (TimeoutError, ValueError, OSError) as error:
