@@ -1,8 +1,9 @@
 """A long soak of a real Jupyter server at moderate load: submit, follow, list, read and
 stop jobs for ``--minutes`` (an hour by default), and print once a minute what the
 server holds: RSS, open file descriptors, threads, TCP connections (on Kubernetes: its
-watches and port-forwards to the API server) and child processes, with the requests and
-errors of that minute and their p99 (and the first errors in words). What it holds should
+watches and port-forwards to the API server), child processes and their memory (the log
+relay's on Kubernetes), with the requests and errors of that minute and their p99 (and
+the first errors in words). What it holds should
 be flat after the warm-up (the first minutes); the last line compares the last minute with
 the third. Ended jobs beyond the newest 100 are deleted each minute, as a user cleans up,
 so the figures follow the server, not a growing list.
@@ -150,8 +151,17 @@ def held(proc: psutil.Process) -> dict[str, int]:
             "fds": proc.num_fds(),
             "threads": proc.num_threads(),
             "tcp": len(proc.net_connections(kind="tcp")),
-            "children": len(proc.children(recursive=True)),
+            "children": len(kids := proc.children(recursive=True)),
+            # The log relay's among them: a process of the server's, holding memory too.
+            "children_mb": sum(_rss(k) for k in kids) // 2**20,
         }
+
+
+def _rss(proc: psutil.Process) -> int:
+    try:
+        return int(proc.memory_info().rss)
+    except psutil.Error:  # ended meanwhile (a job's supervisor)
+        return 0
 
 
 Deleter = Callable[[list[str]], Awaitable[None]]
@@ -173,7 +183,7 @@ async def soak(port: int, pid: int, minutes: int, delete: Deleter) -> None:
     background: set[Any] = set()
     print(
         f"{'min':>3} {'jobs':>5} {'rss MB':>6} {'fds':>5} {'thr':>4} {'tcp':>4} {'kids':>4}"
-        f" {'reqs':>5} {'p99 ms':>7} {'errors':>6}",
+        f" {'kids MB':>7} {'reqs':>5} {'p99 ms':>7} {'errors':>6}",
         flush=True,
     )
     async with session(base, "cookie") as s:
@@ -194,7 +204,8 @@ async def soak(port: int, pid: int, minutes: int, delete: Deleter) -> None:
             p99 = stats(m.times)[1] if m.times else 0.0
             print(
                 f"{minute:3} {total:5} {row['rss_mb']:6} {row['fds']:5} {row['threads']:4}"
-                f" {row['tcp']:4} {row['children']:4} {len(m.times):5} {p99:7.1f} {m.errors:6}"
+                f" {row['tcp']:4} {row['children']:4} {row['children_mb']:7}"
+                f" {len(m.times):5} {p99:7.1f} {m.errors:6}"
                 + (f"  ({'; '.join(m.said)})" if m.said else ""),
                 flush=True,
             )
