@@ -10,9 +10,11 @@ Its first attempt's tasks are already running when this module is imported
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,9 +65,17 @@ class Supervisor:
     def event(
         self, reason: str, message: str, *, source: str = "job", warning: bool = False
     ) -> None:
-        self.store.add_event(
-            self.job_id, reason, message, source=source, type="Warning" if warning else "Normal"
-        )
+        try:
+            self.store.add_event(
+                self.job_id, reason, message, source=source, type="Warning" if warning else "Normal"
+            )
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # The state disk is full: the event is lost, the job and its tasks go on.
+            print(
+                f"jupyter-pai: event {reason} of {self.job_id} not kept: {error}", file=sys.stderr
+            )
 
     # -- main ----------------------------------------------------------------------------
 
@@ -100,8 +110,12 @@ class Supervisor:
                 and alive(rec.supervisor_pid, rec.supervisor_start)
             ):
                 return False
-            rec.supervisor_pid = os.getpid()
-            rec.supervisor_start = start_marker(os.getpid())
+            mine = (os.getpid(), start_marker(os.getpid()))
+            if (rec.supervisor_pid, rec.supervisor_start) == mine:
+                # The bootstrap, this process, claimed it: no write, which a full state
+                # disk would refuse, ending the supervisor of a running job.
+                return True
+            rec.supervisor_pid, rec.supervisor_start = mine
             self.store.write_job(rec)
         return True
 
