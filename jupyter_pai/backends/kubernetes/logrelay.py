@@ -235,8 +235,11 @@ async def _follow(rest: Rest, request: dict[str, Any], pair: socket.socket) -> N
     loop = asyncio.get_running_loop()
     chunks: AsyncGenerator[bytes, None] | None = None
     closing: list[socket.socket | asyncio.StreamWriter] = [pair]
+    answered = False
 
     async def header(**fields: Any) -> None:
+        nonlocal answered
+        answered = True
         await loop.sock_sendall(pair, json.dumps(fields).encode() + b"\n")
 
     try:
@@ -266,7 +269,13 @@ async def _follow(rest: Rest, request: dict[str, Any], pair: socket.socket) -> N
         closing.append(writer)
         await _copy(chunks, reader, writer, chunked=client is not None)
     except (OSError, EOFError, asyncio.CancelledError):
-        pass
+        pass  # either side went away
+    except Exception as error:  # the follow ends; the relay serves the others
+        # Its type only: a message could quote the log, and the log may hold a secret.
+        print(f"jupyter-pai log relay: a follow failed: {type(error).__name__}", file=sys.stderr)
+        if not answered:
+            with contextlib.suppress(OSError):
+                await header(unavailable=f"the log relay failed: {type(error).__name__}")
     finally:
         if chunks is not None:
             with contextlib.suppress(Exception):
