@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from jupyter_pai.backends.local.jobviews import new_record
 from jupyter_pai.backends.local.processes import start_marker
-from jupyter_pai.backends.local.records import JobRecord
 from jupyter_pai.backends.local.store import StateStore
 from jupyter_pai.backends.local.supervisor import Supervisor
 from jupyter_pai.backends.models import JobState
@@ -31,8 +31,13 @@ def running_job(store: StateStore, supervisor_pid: int | None) -> str:
     return rec.id
 
 
-def full_disk(self: StateStore, record: JobRecord) -> None:
-    raise OSError(errno.ENOSPC, "No space left on device")
+def refusing(code: int) -> Callable[..., None]:
+    """A stand-in for a StateStore write that the file system refuses with ``code``."""
+
+    def refused(self: StateStore, *args: object, **kwargs: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    return refused
 
 
 def test_a_job_its_bootstrap_claimed_is_claimed_without_a_write(
@@ -40,7 +45,7 @@ def test_a_job_its_bootstrap_claimed_is_claimed_without_a_write(
 ) -> None:
     store = StateStore(tmp_path)
     job_id = running_job(store, os.getpid())
-    monkeypatch.setattr(StateStore, "write_job", full_disk)
+    monkeypatch.setattr(StateStore, "write_job", refusing(errno.ENOSPC))
     assert Supervisor(store, job_id)._claim()
 
 
@@ -58,11 +63,7 @@ def test_an_event_the_full_disk_refuses_is_dropped_and_the_supervisor_goes_on(
 ) -> None:
     store = StateStore(tmp_path)
     job_id = running_job(store, os.getpid())
-
-    def no_room(self: StateStore, *args: object, **kwargs: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(StateStore, "add_event", no_room)
+    monkeypatch.setattr(StateStore, "add_event", refusing(errno.ENOSPC))
     Supervisor(store, job_id).event("Started", "attempt 1: starting 1 task(s)")
 
 
@@ -71,10 +72,6 @@ def test_an_event_that_fails_otherwise_still_raises(
 ) -> None:
     store = StateStore(tmp_path)
     job_id = running_job(store, os.getpid())
-
-    def denied(self: StateStore, *args: object, **kwargs: object) -> None:
-        raise OSError(errno.EACCES, "Permission denied")
-
-    monkeypatch.setattr(StateStore, "add_event", denied)
+    monkeypatch.setattr(StateStore, "add_event", refusing(errno.EACCES))
     with pytest.raises(PermissionError):
         Supervisor(store, job_id).event("Started", "attempt 1: starting 1 task(s)")

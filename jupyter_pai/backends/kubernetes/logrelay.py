@@ -68,8 +68,8 @@ class LogRelay:
     @property
     def pid(self) -> int | None:
         """The relay's process id, while it runs."""
-        running = self._process is not None and self._process.returncode is None
-        return self._process.pid if running and self._process is not None else None
+        process = self._process
+        return process.pid if process is not None and process.returncode is None else None
 
     async def _started(self) -> socket.socket:
         async with self._starting:
