@@ -8,7 +8,7 @@ import asyncio
 import getpass
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -74,17 +74,29 @@ class LogQuery:
     attempt: int | None = None
 
 
+@dataclass(frozen=True)
+class ClientConnection:
+    """A follower's own connection (plain HTTP/1.1, nothing sent on it yet), offered to a
+    backend that can write the follow to it from another process, so that its first bytes
+    do not wait for this one's busy loop. ``head(role, index)``: the response's head for
+    the task followed, to send first; the log then goes in HTTP's chunked encoding, and
+    the connection is closed at its end."""
+
+    socket: socket.socket
+    head: Callable[[str, int], bytes]
+
+
 @dataclass
 class LogStream:
-    """A task's log: its size when opened (bytes) and the chunks to send. ``hand_off``,
-    where given, writes the log to the client's own connection instead (its socket, and
-    the HTTP response's head to send first), in HTTP's chunked encoding, and closes it."""
+    """A task's log: its size when opened (bytes) and the chunks to send. ``taken``: the
+    follow is being written to the :class:`ClientConnection` offered (``chunks`` is
+    empty), and nothing more may be sent on that connection here."""
 
     size: int
     chunks: AsyncIterator[bytes]
     role: str
     index: int
-    hand_off: Callable[[socket.socket, bytes], Awaitable[None]] | None = None
+    taken: bool = False
 
 
 @dataclass
@@ -242,7 +254,10 @@ class Backend(LoggingConfigurable):
         while it has not ended, NotFound (404) when there is no such job."""
 
     @abc.abstractmethod
-    async def logs(self, job_id: str, query: LogQuery) -> LogStream: ...
+    async def logs(
+        self, job_id: str, query: LogQuery, connection: ClientConnection | None = None
+    ) -> LogStream:
+        """``connection``: the follower's own, which a backend may take (:class:`LogStream`)."""
 
     @abc.abstractmethod
     async def events(self, job_id: str) -> list[JobEvent]: ...

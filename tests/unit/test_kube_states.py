@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from jupyter_pai.backends.kubernetes.flavors import VolcanoFlavor
+from jupyter_pai.backends.kubernetes.jobviews import SUMMARY_FIELDS, summary
 from jupyter_pai.backends.kubernetes.naming import (
     ANN_OUTCOME,
     ANN_POD_CREATED,
@@ -14,7 +15,7 @@ from jupyter_pai.backends.kubernetes.naming import (
 )
 from jupyter_pai.backends.kubernetes.pods import PodOptions
 from jupyter_pai.backends.kubernetes.states import VcUsage, job_view, waiting_reason
-from jupyter_pai.backends.models import JobState, TaskState
+from jupyter_pai.backends.models import JobState, JobSummary, TaskState
 from jupyter_pai.spec import parse_job
 
 JOB = parse_job(
@@ -232,3 +233,17 @@ def test_kept_logs_of_evicted_pods_are_attempts_not_spent_retries() -> None:
     ]
     assert w0.retries == 2 and w0.state == TaskState.WAITING
     assert v.tasks[2].archived_logs == [] and v.tasks[2].retries == 0
+
+
+def test_cached_summaries_share_one_set_of_their_field_names() -> None:
+    primary = {"metadata": {"annotations": {}, "creationTimestamp": "2024-01-01T00:00:00Z"}}
+    flavor = VolcanoFlavor(PodOptions(namespace="alice"))
+    v = job_view(JOB, NAMES, primary, [], waiting_reason="why", flavor=flavor)
+    first, second = (summary(primary, JOB, NAMES, v) for _ in range(2))
+    assert first.model_fields_set is second.model_fields_set is SUMMARY_FIELDS
+    assert SUMMARY_FIELDS == set(JobSummary.model_fields)
+    # What it says is what a summary of its own set says.
+    own = JobSummary.model_validate(first.model_dump())
+    assert own.model_fields_set is not SUMMARY_FIELDS
+    assert first.model_dump_json(exclude_unset=True) == own.model_dump_json(exclude_unset=True)
+    assert first.total_gpu_number == 4 and first.submission_time.year == 2024

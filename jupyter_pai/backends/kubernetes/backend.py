@@ -17,7 +17,7 @@ from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 from ... import __version__
 from ...errors import Forbidden, PAIError, Unavailable
 from ...spec.protocol import JobProtocol
-from ..base import Backend, LogQuery, LogStream
+from ..base import Backend, ClientConnection, LogQuery, LogStream
 from ..models import (
     GpuTypeUsage,
     Info,
@@ -401,7 +401,9 @@ class KubernetesBackend(ClaimStorage, Backend):
         primary, d = await self.lifecycle.stop(job_id, self.user)
         return detail(primary, d.job, d.names, d.view)
 
-    async def logs(self, job_id: str, query: LogQuery) -> LogStream:
+    async def logs(
+        self, job_id: str, query: LogQuery, connection: ClientConnection | None = None
+    ) -> LogStream:
         d = self.views.view(self.views.primary(job_id))
         return await task_log(
             self._rest(),
@@ -413,6 +415,7 @@ class KubernetesBackend(ClaimStorage, Backend):
             query,
             ended=(self.ended_logs, self._ended_pod_uid),
             relay=self._log_relay() if self.log_relay else None,
+            connection=connection,
         )
 
     def _log_relay(self) -> LogRelay:

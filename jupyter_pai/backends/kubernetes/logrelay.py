@@ -9,10 +9,14 @@ kubeconfig or service account), reads it and blanks secrets in it (:mod:`.podlog
 writes the plain bytes to a socket the server only copies from.
 
 Each follow is one request on the relay's control socket (a Unix socket pair) carrying the
-server's end of a new socket pair; the relay answers on it with one header line, the API
-server's status, then the log's bytes until either side closes. The secrets to blank reach
-it on that socket pair, never in an argument or an environment variable. The relay ends
-when the server's end of the control socket closes (the server stopped or was killed).
+server's end of a new socket pair and, where the follower's connection is plain HTTP/1.1,
+that connection with the response's head. The relay answers on the pair with one header
+line, the API server's status; then it writes the log's bytes to the follower's connection
+(having sent the header first, so the server never writes there once the relay might), or
+back on the pair, until either side closes. On a refusal it writes nothing to the
+follower's connection, and the server answers the error. The secrets to blank reach it on
+the control socket, never in an argument or an environment variable. The relay ends when
+the server's end of the control socket closes (the server stopped or was killed).
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import contextlib
 import json
 import os
 import socket
-import struct
 import sys
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -41,9 +44,6 @@ HEADER_WAIT_SECONDS = 60.0
 BROKEN_SECONDS = 60.0
 #: Bytes read from the relay at a time.
 READ_BYTES = 64 * 1024
-#: What the server tells the relay to do with an opened follow: send its bytes back, or
-#: take the client's connection (with the response's head) and write to it.
-PIPE, TAKE = b"P", b"T"
 
 
 class RelayUnavailable(Exception):
@@ -98,23 +98,33 @@ class LogRelay:
             return ours
 
     async def open(
-        self, namespace: str, pod: str, secrets: LogSecrets, **options: Any
-    ) -> RelayedLog:
+        self,
+        namespace: str,
+        pod: str,
+        secrets: LogSecrets,
+        client: tuple[socket.socket, bytes] | None = None,
+        **options: Any,
+    ) -> RelayedLog | None:
         """:func:`.podlog.pod_log`'s follow, opened and read by the relay: the chunks as
-        they come (closing the generator ends the stream). Raises the API server's refusal
-        as :class:`ApiError`, :class:`RelayUnavailable` where the relay cannot take it."""
+        they come (closing the generator ends the stream), or None where the relay took
+        ``client`` (the follower's connection, nothing written on it yet, and the head to
+        write first) and writes the follow there. Raises the API server's refusal as
+        :class:`ApiError`, :class:`RelayUnavailable` where the relay cannot take it; then
+        nothing was written to ``client``."""
         request = {
             "namespace": namespace,
             "pod": pod,
             "options": options,
             "secrets": [v.decode("utf-8", errors="surrogateescape") for v in secrets.values],
+            "head": client[1].decode("latin-1") if client is not None else None,
         }
         ours, theirs = socket.socketpair()
+        fds = [theirs.fileno()] + ([client[0].fileno()] if client is not None else [])
         try:
             for attempt in range(2):  # a relay that ended unseen is started again once
                 control = await self._started()
                 try:
-                    socket.send_fds(control, [json.dumps(request).encode()], [theirs.fileno()])
+                    socket.send_fds(control, [json.dumps(request).encode()], fds)
                     break
                 except OSError as error:  # it ended, or is too far behind to take more
                     await self._stop()
@@ -152,6 +162,9 @@ class LogRelay:
                 str(header.get("reason") or ""),
                 str(header.get("message") or "the log relay failed"),
             )
+        if header.get("taken"):
+            ours.close()
+            return None
         return RelayedLog(ours)
 
     async def _stop(self) -> None:
@@ -187,21 +200,16 @@ async def _line(sock: socket.socket) -> bytes:
 
 
 class RelayedLog:
-    """A follow the relay has opened, used once: read here (``async for``), or handed to
-    the client's own connection (:meth:`hand_off`), which the relay then writes to."""
+    """A follow the relay has opened and sends back to the server, read once."""
 
     def __init__(self, pair: socket.socket) -> None:
         self._pair = pair
-        self._piping = False
 
     def __aiter__(self) -> RelayedLog:
         return self
 
     async def __anext__(self) -> bytes:
         try:
-            if not self._piping:
-                self._piping = True
-                self._pair.send(PIPE)
             data = await asyncio.get_running_loop().sock_recv(self._pair, READ_BYTES)
         except OSError:
             data = b""  # the relay ended: so does the follow
@@ -213,28 +221,23 @@ class RelayedLog:
     async def aclose(self) -> None:
         self._pair.close()
 
-    async def hand_off(self, client: socket.socket, head: bytes) -> None:
-        """Have the relay write this follow to ``client`` (an HTTP/1.1 connection whose
-        request was answered by nothing yet): ``head``, then the log in chunked encoding;
-        it closes the connection at the log's end or when the client goes."""
-        message = TAKE + struct.pack("!I", len(head)) + head
-        try:
-            socket.send_fds(self._pair, [message], [client.fileno()])
-        finally:
-            await self.aclose()
-
 
 # -- the relay's process -------------------------------------------------------------------
 
 
-async def _follow(rest: Rest, request: dict[str, Any], pair: socket.socket) -> None:
-    """One follow: the header, then the log's bytes, to the server (on ``pair``) or to the
-    client's connection the server hands over, until the log ends or the reader goes."""
+async def _follow(
+    rest: Rest, request: dict[str, Any], pair: socket.socket, client: socket.socket | None
+) -> None:
+    """One follow: the header to the server (on ``pair``), then the log's bytes to the
+    follower's ``client`` connection where the server handed it over, else back on ``pair``,
+    until the log ends or the reader goes."""
     from .podlog import pod_log
 
     loop = asyncio.get_running_loop()
     chunks: AsyncGenerator[bytes, None] | None = None
     closing: list[socket.socket | asyncio.StreamWriter] = [pair]
+    if client is not None:
+        closing.append(client)
     answered = False
 
     async def header(**fields: Any) -> None:
@@ -258,14 +261,14 @@ async def _follow(rest: Rest, request: dict[str, Any], pair: socket.socket) -> N
         except Unavailable as error:
             await header(unavailable=error.message)
             return
-        await header(status=200)
-        client, head = await _instruction(pair)
+        # The header goes first: once the server reads "taken", it writes nothing more to
+        # the follower, and until then the relay has written nothing there.
+        await header(status=200, taken=client is not None)
         if client is None:
             reader, writer = await asyncio.open_unix_connection(sock=pair)
         else:
-            closing.append(client)
             reader, writer = await asyncio.open_connection(sock=client)
-            writer.write(head)
+            writer.write(str(request.get("head") or "").encode("latin-1"))
         closing.append(writer)
         await _copy(chunks, reader, writer, chunked=client is not None)
     except (OSError, EOFError, asyncio.CancelledError):
@@ -282,46 +285,6 @@ async def _follow(rest: Rest, request: dict[str, Any], pair: socket.socket) -> N
                 await chunks.aclose()
         for each in closing:
             each.close()
-
-
-async def _instruction(pair: socket.socket) -> tuple[socket.socket | None, bytes]:
-    """What the server does with an opened follow: reads it from ``pair`` (None), or hands
-    over its client's connection (that socket, and the response's head to write first)."""
-    loop = asyncio.get_running_loop()
-    data, fds = b"", list[int]()
-    try:
-        while True:
-            ready: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(pair.fileno(), _settle, ready)
-            try:
-                await ready
-            finally:
-                loop.remove_reader(pair.fileno())
-            try:
-                got, got_fds, _, _ = socket.recv_fds(pair, HEADER_MAX_BYTES, 1)
-            except BlockingIOError:
-                continue
-            if not got:
-                raise EOFError("the server closed the follow")
-            data, fds = data + got, fds + got_fds
-            if data[:1] == PIPE:
-                return None, b""
-            if data[:1] == TAKE and len(data) >= 5:
-                size = struct.unpack("!I", data[1:5])[0]
-                if len(data) >= 5 + size and fds:
-                    client = socket.socket(fileno=fds.pop(0))
-                    client.setblocking(False)
-                    return client, data[5 : 5 + size]
-            if len(data) > HEADER_MAX_BYTES or data[:1] not in (PIPE, TAKE):
-                raise EOFError("not an instruction")
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 async def _copy(
@@ -368,25 +331,31 @@ async def _serve(control: socket.socket) -> None:
     def take() -> None:
         while True:
             try:
-                data, fds, _, _ = socket.recv_fds(control, REQUEST_MAX_BYTES, 1)
+                data, fds, _, _ = socket.recv_fds(control, REQUEST_MAX_BYTES, 2)
             except BlockingIOError:
                 return
             except OSError:
                 data, fds = b"", []
             if not data:  # the server's end closed
+                for fd in fds:
+                    os.close(fd)
                 if not ended.done():
                     ended.set_result(None)
                 return
-            if not fds:
-                continue
-            sock = socket.socket(fileno=fds[0])
-            sock.setblocking(False)
+            # The follow's pair, and the follower's connection where the server hands it.
+            socks = [socket.socket(fileno=fd) for fd in fds]
+            for sock in socks:
+                sock.setblocking(False)
             try:
                 request = json.loads(data)
             except ValueError:
-                sock.close()
+                request = None
+            if not socks or not isinstance(request, dict):
+                for sock in socks:
+                    sock.close()
                 continue
-            task = asyncio.ensure_future(_follow(rest, request, sock))
+            client = socks[1] if len(socks) > 1 else None
+            task = asyncio.ensure_future(_follow(rest, request, socks[0], client))
             follows.add(task)
             task.add_done_callback(follows.discard)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
@@ -17,11 +18,11 @@ import aiohttp
 from ...errors import BadRequest, NotFound
 from ...spec.protocol import JobProtocol
 from ...spec.render import MIN_SEARCHED_SECRET
-from ..base import LogQuery, LogStream
+from ..base import ClientConnection, LogQuery, LogStream
 from ..logredaction import LogSecrets, redact_range, redact_tail
 from .jobssh import needs_job_key
 from .logcache import EndedLogs
-from .logrelay import LogRelay, RelayedLog, RelayUnavailable
+from .logrelay import LogRelay, RelayUnavailable
 from .naming import JobNames
 from .podlog import pod_log
 from .resources import CONFIG_MAP, SECRET
@@ -42,10 +43,12 @@ async def task_log(
     *,
     ended: tuple[EndedLogs, Callable[[str], str | None]] | None = None,
     relay: LogRelay | None = None,
+    connection: ClientConnection | None = None,
 ) -> LogStream:
     """The log ``query`` asks for, of one task of a job as ``view`` shows it. ``ended``:
     the cache of ended logs, and what tells a pod's uid where its log is final. ``relay``:
-    the log relay that opens and reads follows, if given."""
+    the log relay that opens and reads follows, if given; a follow's ``connection`` is
+    handed to it."""
     role = query.role or next(iter(job.task_roles))
     task = next((t for t in view.tasks if t.role == role and t.index == query.index), None)
     if task is None:
@@ -111,11 +114,15 @@ async def task_log(
             tail, context_lines = await _follow_from_tail(
                 rest, namespace, pod, query.tail, secrets.newlines
             )
+        client = None
+        if connection is not None and follow:
+            client = (connection.socket, connection.head(role, query.index))
         chunks = await open_log(
             rest,
             relay,
             namespace,
             pod,
+            client=client,
             follow=follow,
             tail=tail,
             previous=previous,
@@ -135,8 +142,9 @@ async def task_log(
         if error.status == 400:  # the container has not started: no log yet
             return LogStream(size=0, chunks=_once(b""), role=role, index=query.index)
         raise typed(error) from None
-    hand_off = chunks.hand_off if isinstance(chunks, RelayedLog) else None
-    return LogStream(size=0, chunks=chunks, role=role, index=query.index, hand_off=hand_off)
+    if chunks is None:  # the relay writes it to the client's own connection
+        return LogStream(size=0, chunks=_once(b""), role=role, index=query.index, taken=True)
+    return LogStream(size=0, chunks=chunks, role=role, index=query.index)
 
 
 #: How long a follow waits for its container to start, asking every ``START_POLL`` s.
@@ -166,6 +174,7 @@ async def _once_started(
             if error.status == 400 and asyncio.get_running_loop().time() < deadline:
                 continue
             return
+        assert chunks is not None  # no client's connection was offered to take
         async for data in chunks:
             yield data
         return
@@ -248,16 +257,22 @@ async def _read_all(chunks: AsyncGenerator[bytes, None]) -> bytes:
 
 
 async def open_log(
-    rest: Rest, relay: LogRelay | None, namespace: str, pod: str, **options: Any
-) -> AsyncIterator[bytes]:
+    rest: Rest,
+    relay: LogRelay | None,
+    namespace: str,
+    pod: str,
+    client: tuple[socket.socket, bytes] | None = None,
+    **options: Any,
+) -> AsyncIterator[bytes] | None:
     """:func:`pod_log`; a follow, where ``relay`` is given, opened and read by the log
     relay's process: under load its first bytes do not wait for the server's interpreter.
-    Where the relay cannot take it, the follow is opened here."""
+    None: the relay took ``client`` (the follower's connection and the response's head)
+    and writes the follow to it. Where the relay cannot take it, the follow is opened here."""
     if relay is not None and options.get("follow") and options.get("keep") is None:
         passed = {k: v for k, v in options.items() if k not in ("follow", "keep", "secrets")}
         try:
             return await relay.open(
-                namespace, pod, options.get("secrets") or LogSecrets(), **passed
+                namespace, pod, options.get("secrets") or LogSecrets(), client, **passed
             )
         except RelayUnavailable as error:
             log.warning("a log follow is read in the server: %s", error)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 
 from ...spec.protocol import JobProtocol
@@ -65,7 +66,7 @@ def job_id(user: str, name: str) -> str:
     return f"{user}~{name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobNames:
     """The generated names of one job's objects."""
 
@@ -101,7 +102,8 @@ class JobNames:
             user=annotations[ANN_USER],
             name=annotations[ANN_NAME],
             base=stored["base"],
-            roles=dict(stored["roles"]),
+            # Role names repeat across a namespace's jobs: kept once (see ``watch._shared``).
+            roles={sys.intern(k): sys.intern(v) for k, v in stored["roles"].items()},
         )
 
 

@@ -42,7 +42,8 @@ class PrimaryReader(Protocol):
     def restarts(self, primary: Obj) -> int: ...
 
 
-@dataclass
+# Slots: a namespace's thousands of jobs each keep a view and its tasks in the cache.
+@dataclass(slots=True)
 class Task:
     role: str
     index: int
@@ -75,7 +76,7 @@ class VcUsage:
     state: str = "Open"
 
 
-@dataclass
+@dataclass(slots=True)
 class JobView:
     state: JobState
     sub_state: str | None

@@ -19,7 +19,7 @@ from ...errors import BadRequest, Conflict, FieldError, NotFound, SpecError
 from ...spec.protocol import JobProtocol
 from ...spec.render import secret_values
 from .. import storage_fs
-from ..base import Backend, FileContent, LogQuery, LogStream, UploadPiece
+from ..base import Backend, ClientConnection, FileContent, LogQuery, LogStream, UploadPiece
 from ..logfiles import LogStart, begin_reading, stream_file, tail_offset
 from ..logredaction import LogSecrets
 from ..models import (
@@ -385,7 +385,10 @@ class LocalBackend(Backend):
 
     # -- logs ----------------------------------------------------------------------------
 
-    async def logs(self, job_id: str, query: LogQuery) -> LogStream:
+    async def logs(
+        self, job_id: str, query: LogQuery, connection: ClientConnection | None = None
+    ) -> LogStream:
+        # A local follow is read from a file: it stays in this process (``connection`` unused).
         # One thread hop for everything before the first bytes: under load each hop waits
         # behind every other request's in the pool and wakes the loop again.
         role, path, size, start, secrets, begun = await asyncio.to_thread(

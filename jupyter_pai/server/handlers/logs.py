@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from tornado import web
 from tornado.iostream import IOStream, StreamClosedError
 
-from ...backends.base import LogQuery
+from ...backends.base import ClientConnection, LogQuery
 from ...errors import BadRequest, FieldError
 from .base import PAIHandler, StreamingHandler, authorized
 
@@ -69,14 +68,15 @@ class JobLogsHandler(StreamingHandler):
             attempt=_int_arg(self, "attempt"),
         )
         backend = await self.backend()
-        stream = await backend.logs(job_id, query)
-        self.set_header("Content-Type", "text/plain; charset=UTF-8")
-        self.set_header("X-Log-Size", str(stream.size))
-        self.set_header("X-Task", f"{stream.role}-{stream.index}")
-        self.set_header("Cache-Control", "no-store")
-        if query.follow and stream.hand_off is not None and self._plain_http11():
-            await self._hand_off(stream.hand_off)
+        connection = self._offer() if query.follow else None
+        stream = await backend.logs(job_id, query, connection)
+        if stream.taken:
+            # The log relay writes the follow to the connection (it sent the head): this
+            # process lets its own descriptor of it go, having written nothing there.
+            self.detach().close()
+            self._log()
             return
+        self._log_headers(stream.size, stream.role, stream.index)
         # A follower gets each chunk at once and is dropped when it leaves; a read of what
         # is written goes out in flushes of FLUSH_BYTES (one, with the end, for a tail),
         # each flush being one more turn of a busy loop.
@@ -98,35 +98,26 @@ class JobLogsHandler(StreamingHandler):
         # APIHandler.finish() sets JSON unless told otherwise (seen when nothing was flushed).
         self.finish(set_content_type="text/plain; charset=UTF-8")
 
-    def _plain_http11(self) -> bool:
-        """Whether the client's connection may be handed to another process: HTTP/1.1 (the
-        body is sent chunked) over a plain socket (a TLS session stays in this one)."""
-        connection = self.request.connection
-        stream = getattr(connection, "stream", None)
-        return (
-            self.request.version == "HTTP/1.1"
-            and type(stream) is IOStream
-            and not self._headers_written
-        )
+    def _log_headers(self, size: int, role: str, index: int) -> None:
+        self.set_header("Content-Type", "text/plain; charset=UTF-8")
+        self.set_header("X-Log-Size", str(size))
+        self.set_header("X-Task", f"{role}-{index}")
+        self.set_header("Cache-Control", "no-store")
 
-    async def _hand_off(self, hand_off: Callable[[socket.socket, bytes], Awaitable[None]]) -> None:
-        """The follow written by the log relay straight to the client's connection: this
-        server's loop copies none of it. The head is the one tornado would send."""
-        lines = [f"HTTP/1.1 {self.get_status()} {self._reason}"]
-        lines += [f"{name}: {value}" for name, value in self._headers.get_all()]
-        lines += ["Transfer-Encoding: chunked", "Connection: close"]
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        stream = self.detach()
-        try:
-            await hand_off(stream.socket, head)
-        except OSError as error:  # the relay ended: the client is told, not left waiting
-            self.set_status(503)
-            body = f"the log relay took no follow: {error}".encode()
-            with contextlib.suppress(StreamClosedError):
-                await stream.write(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-                    b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
-                )
-        finally:
-            stream.close()  # this process's descriptor: the relay holds its own
-        self._log()
+    def _offer(self) -> ClientConnection | None:
+        """The client's connection, offered for the backend to write the follow to from
+        another process (the log relay): where it is HTTP/1.1 (the body is sent chunked)
+        over a plain socket (a TLS session stays in this one)."""
+        stream = getattr(self.request.connection, "stream", None)
+        if self.request.version != "HTTP/1.1" or type(stream) is not IOStream:
+            return None
+
+        def head(role: str, index: int) -> bytes:
+            """The response's head as tornado would send it."""
+            self._log_headers(0, role, index)
+            lines = [f"HTTP/1.1 {self.get_status()} {self._reason}"]
+            lines += [f"{name}: {value}" for name, value in self._headers.get_all()]
+            lines += ["Transfer-Encoding: chunked", "Connection: close"]
+            return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+        return ClientConnection(stream.socket, head)
