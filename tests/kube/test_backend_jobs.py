@@ -157,7 +157,11 @@ async def wait_for(
         if check(detail):
             return detail
         await asyncio.sleep(0.3)
-    raise AssertionError(f"timed out: {job_id} is {detail.state} ({detail.waiting_reason})")
+    tasks = [(t.role, t.index, t.state.value, t.node) for t in detail.tasks]
+    raise AssertionError(
+        f"timed out: {job_id} is {detail.state} ({detail.sub_state}; {detail.waiting_reason});"
+        f" tasks {tasks}"
+    )
 
 
 async def read_log(
@@ -315,8 +319,10 @@ async def test_a_job_over_the_queue_waits_with_a_reason_then_runs(
         assert vcs["research"].queued_jobs == 1
         stopped = await b.stop_job(first.id)
         assert stopped.state in (JobState.STOPPING, JobState.STOPPED)
-        await wait_for(b, first.id, lambda d: d.state == JobState.STOPPED, 30)
-        await wait_for(b, second.id, lambda d: d.state == JobState.RUNNING, 60)
+        # Generous bounds: on a runner the whole suite keeps busy, a stopped job's pods have
+        # taken over 30 s to leave it (a timeout names the job's state and its tasks').
+        await wait_for(b, first.id, lambda d: d.state == JobState.STOPPED, 120)
+        await wait_for(b, second.id, lambda d: d.state == JobState.RUNNING, 120)
         # Stopped jobs stay listed.
         assert (await b.get_job(first.id)).state == JobState.STOPPED
         assert first.id in {j.id for j in await b.list_jobs()}
