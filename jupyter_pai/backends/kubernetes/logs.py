@@ -115,7 +115,7 @@ async def task_log(
                 rest, namespace, pod, query.tail, secrets.newlines
             )
         client = None
-        if connection is not None and follow:
+        if connection is not None and follow and relay is not None:  # only the relay takes it
             client = (connection.socket, connection.head(role, query.index))
         chunks = await open_log(
             rest,

@@ -76,7 +76,7 @@ class JobLogsHandler(StreamingHandler):
             self.detach().close()
             self._log()
             return
-        self._log_headers(stream.size, stream.role, stream.index)
+        self._set_log_headers(stream.size, stream.role, stream.index)
         # A follower gets each chunk at once and is dropped when it leaves; a read of what
         # is written goes out in flushes of FLUSH_BYTES (one, with the end, for a tail),
         # each flush being one more turn of a busy loop.
@@ -98,7 +98,7 @@ class JobLogsHandler(StreamingHandler):
         # APIHandler.finish() sets JSON unless told otherwise (seen when nothing was flushed).
         self.finish(set_content_type="text/plain; charset=UTF-8")
 
-    def _log_headers(self, size: int, role: str, index: int) -> None:
+    def _set_log_headers(self, size: int, role: str, index: int) -> None:
         self.set_header("Content-Type", "text/plain; charset=UTF-8")
         self.set_header("X-Log-Size", str(size))
         self.set_header("X-Task", f"{role}-{index}")
@@ -114,7 +114,7 @@ class JobLogsHandler(StreamingHandler):
 
         def head(role: str, index: int) -> bytes:
             """The response's head as tornado would send it."""
-            self._log_headers(0, role, index)
+            self._set_log_headers(0, role, index)
             lines = [f"HTTP/1.1 {self.get_status()} {self._reason}"]
             lines += [f"{name}: {value}" for name, value in self._headers.get_all()]
             lines += ["Transfer-Encoding: chunked", "Connection: close"]
