@@ -85,7 +85,7 @@ def test_workers_succeeding_complete_the_job_while_ps_runs() -> None:
         ]
     )
     assert v.state == JobState.SUCCEEDED and v.exit_code == 0
-    assert v.active_pods == ["ps-0-1"]  # the backend stops what is left
+    assert v.active_pods == ("ps-0-1",)  # the backend stops what is left
 
 
 def test_a_failure_within_task_retries_is_not_a_job_failure() -> None:
@@ -227,12 +227,12 @@ def test_kept_logs_of_evicted_pods_are_attempts_not_spent_retries() -> None:
         ],
     )
     w0 = v.tasks[1]
-    assert w0.archived_logs == [
+    assert w0.archived_logs == (
         "log-worker-0-2024-01-01T00:00:01Z",
         "log-worker-0-2024-01-01T00:00:02Z",
-    ]
+    )
     assert w0.retries == 2 and w0.state == TaskState.WAITING
-    assert v.tasks[2].archived_logs == [] and v.tasks[2].retries == 0
+    assert v.tasks[2].archived_logs == () and v.tasks[2].retries == 0
 
 
 def test_cached_summaries_share_one_set_of_their_field_names() -> None:

@@ -399,19 +399,19 @@ class KubernetesBackend(ClaimStorage, Backend):
     async def stop_job(self, job_id: str) -> JobDetail:
         self._own_namespace()
         primary, d = await self.lifecycle.stop(job_id, self.user)
-        return detail(primary, d.job, d.names, d.view)
+        return detail(primary, *d.parts())
 
     async def logs(
         self, job_id: str, query: LogQuery, connection: ClientConnection | None = None
     ) -> LogStream:
-        d = self.views.view(self.views.primary(job_id))
+        job, names, view = self.views.view(self.views.primary(job_id)).parts()
         return await task_log(
             self._rest(),
             self.namespace,
             job_id,
-            d.job,
-            d.names,
-            d.view,
+            job,
+            names,
+            view,
             query,
             ended=(self.ended_logs, self._ended_pod_uid),
             relay=self._log_relay() if self.log_relay else None,

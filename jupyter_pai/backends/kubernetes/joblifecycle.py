@@ -208,7 +208,7 @@ class JobLifecycle:
         names = JobNames.from_annotations(primary["metadata"]["annotations"])
         if names.user != user:
             raise Forbidden(f"job {job_id} belongs to {names.user}; only they may delete it")
-        state = self.views.view(primary).view.state
+        state = self.views.view(primary).summary.state
         if not state.terminal:
             raise Conflict(f"job {job_id} is {state.value}: stop it before deleting it")
         try:

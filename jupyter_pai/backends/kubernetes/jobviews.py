@@ -52,6 +52,10 @@ OWNED = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 ViewHook = Callable[[Obj, Callable[[], JobProtocol], JobNames, JobView], None]
 
 
+#: Derives a job's view from its primary, its spec and names (``JobViews._make_view``).
+ViewMaker = Callable[[Obj, JobProtocol, JobNames], JobView]
+
+
 @dataclass(slots=True)
 class Derived:
     rv: Any  # the primary's resourceVersion the spec was parsed from
@@ -59,13 +63,36 @@ class Derived:
     waiting: bool
     spec: str  # the spec annotation's text (the cached primary's own string: no copy)
     parsed: JobProtocol | None  # kept while the job may change; an ended job's is parsed again
-    names: JobNames
-    view: JobView
     summary: JobSummary
+    base: str  # the job's base name (its pods' label), as `JobViews._key` reads it
+    primary: Obj  # the object it was derived from
+    # Names and view while the job may change. An ended job's are derived again when read
+    # (its detail, its logs), as its spec is: at 5,000 ended jobs they were 4 MB, and a list
+    # reads only the summary.
+    kept: tuple[JobNames, JobView] | None
+    make_view: ViewMaker
 
     @property
     def job(self) -> JobProtocol:
         return self.parsed if self.parsed is not None else parse_spec(self.spec)
+
+    @property
+    def names(self) -> JobNames:
+        if self.kept is not None:
+            return self.kept[0]
+        return JobNames.from_annotations(self.primary["metadata"]["annotations"])
+
+    @property
+    def view(self) -> JobView:
+        return self.parts()[2]
+
+    def parts(self) -> tuple[JobProtocol, JobNames, JobView]:
+        """The job's spec, names and view, each derived once."""
+        job = self.job
+        if self.kept is not None:
+            return job, *self.kept
+        names = self.names
+        return job, names, self.make_view(self.primary, job, names)
 
 
 #: Parsed specs of ended jobs, the latest read: at 50,000 jobs every spec kept parsed
@@ -112,6 +139,8 @@ class JobViews:
         self._listed: tuple[tuple[tuple[int, int], ...], list[JobSummary]] | None = None
         # Uids of objects deleted lately, whose events arriving late are not kept.
         self._gone: OrderedDict[str, None] = OrderedDict()
+        # One bound method shared by every Derived (each its own would be 48 bytes a job).
+        self._view_maker: ViewMaker = self._make_view
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -308,14 +337,14 @@ class JobViews:
         )
 
     def _key(
-        self, primary: Obj, names: JobNames, waiting: bool, inputs: tuple[int, ...] | None
+        self, primary: Obj, base: str, waiting: bool, inputs: tuple[int, ...] | None
     ) -> tuple[Any, ...]:
         """Changes whenever the job's view may: its primary or its pods changed, or, for a
         waiting job, anything its waiting reason reads (events, pod groups, quotas…)."""
         key: tuple[Any, ...] = (
             primary["metadata"].get("resourceVersion"),
-            self.cache["pods"].index_version(names.base),
-            self.cache["archives"].index_version(names.base),
+            self.cache["pods"].index_version(base),
+            self.cache["archives"].index_version(base),
         )
         if waiting:
             key += inputs if inputs is not None else self._waiting_inputs()
@@ -327,14 +356,37 @@ class JobViews:
         cached = self._derived.get(uid)
         spec = meta["annotations"][ANN_SPEC]
         if cached is not None and cached.rv == meta.get("resourceVersion"):
-            names = cached.names
-            if cached.key == self._key(primary, names, cached.waiting, inputs):
-                self._notify(primary, lambda: cached.job, names, cached.view)
+            if cached.key == self._key(primary, cached.base, cached.waiting, inputs):
+                if cached.kept is not None:  # an ended job's hooks have nothing left to do
+                    names, view = cached.kept
+                    self._notify(primary, lambda: cached.job, names, view)
                 return cached
-            job = cached.job
+            job, names = cached.job, cached.names
         else:
             job = JobProtocol.model_validate(json.loads(spec))
             names = JobNames.from_annotations(meta["annotations"])
+        view = self._make_view(primary, job, names)
+        waiting = view.state == JobState.WAITING
+        ended = view.state.terminal and not view.active_pods
+        label = (meta.get("labels") or {}).get(LABEL_JOB)
+        base = label if label == names.base else names.base  # the label's text: no copy
+        derived = Derived(
+            rv=meta.get("resourceVersion"),
+            key=self._key(primary, base, waiting, inputs),
+            waiting=waiting,
+            spec=spec,
+            parsed=None if view.state.terminal else job,
+            summary=summary(primary, job, names, view),
+            base=base,
+            primary=primary,
+            kept=None if ended else (names, view),
+            make_view=self._view_maker,
+        )
+        self._derived[uid] = derived
+        self._notify(primary, lambda: job, names, view)
+        return derived
+
+    def _make_view(self, primary: Obj, job: JobProtocol, names: JobNames) -> JobView:
         view = job_view(
             job,
             names,
@@ -358,20 +410,7 @@ class JobViews:
             view.waiting_reason = f"{lost}; {view.waiting_reason}"
         elif lost and view.state == JobState.FAILED:
             view.sub_state = f"{view.sub_state}: {lost}" if view.sub_state else lost
-        waiting = view.state == JobState.WAITING
-        derived = Derived(
-            rv=meta.get("resourceVersion"),
-            key=self._key(primary, names, waiting, inputs),
-            waiting=waiting,
-            spec=spec,
-            parsed=None if view.state.terminal else job,
-            names=names,
-            view=view,
-            summary=summary(primary, job, names, view),
-        )
-        self._derived[uid] = derived
-        self._notify(primary, lambda: job, names, view)
-        return derived
+        return view
 
     def _notify(
         self, primary: Obj, job: Callable[[], JobProtocol], names: JobNames, view: JobView
@@ -381,8 +420,7 @@ class JobViews:
 
     def detail(self, job_id: str) -> JobDetail:
         primary = self.primary(job_id)
-        d = self.view(primary)
-        return detail(primary, d.job, d.names, d.view)
+        return detail(primary, *self.view(primary).parts())
 
     def summaries(self, query: JobFilter | None = None) -> list[JobSummary]:
         self.cache.check()
@@ -489,7 +527,7 @@ def detail(primary: Obj, job: JobProtocol, names: JobNames, view: JobView) -> Jo
             node=t.node,
             ip=t.ip,
             gpu_number=t.gpus,
-            ports=t.ports,
+            ports=dict(t.ports),
             exit_code=t.exit_code,
             exit_reason=t.exit_reason,
             retries=t.retries,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from ...spec.protocol import JobProtocol
@@ -42,6 +43,9 @@ class PrimaryReader(Protocol):
     def restarts(self, primary: Obj) -> int: ...
 
 
+NO_PORTS: Mapping[str, list[int]] = MappingProxyType({})
+
+
 # Slots: a namespace's thousands of jobs each keep a view and its tasks in the cache.
 @dataclass(slots=True)
 class Task:
@@ -57,13 +61,14 @@ class Task:
     started: datetime | None = None
     completed: datetime | None = None
     pod: str | None = None
-    #: label → ports, as the pod's environment contract says.
-    ports: dict[str, list[int]] = field(default_factory=dict)
+    #: label → ports, as the pod's environment contract says. Read-only, and tuples below:
+    #: most tasks have none of each, and an empty one then costs nothing.
+    ports: Mapping[str, list[int]] = field(default_factory=lambda: NO_PORTS)
     # The failed pods this one replaced, oldest first: attempts 0, 1, … of the task.
-    earlier_pods: list[str] = field(default_factory=list)
+    earlier_pods: tuple[str, ...] = ()
     # ConfigMaps keeping the logs of evicted attempts (``logarchive``), oldest first: they
     # come before ``earlier_pods`` and count as attempts, not against taskRetryCount.
-    archived_logs: list[str] = field(default_factory=list)
+    archived_logs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -86,7 +91,7 @@ class JobView:
     waiting_reason: str | None = None
     launched: datetime | None = None
     completed: datetime | None = None
-    active_pods: list[str] = field(default_factory=list)
+    active_pods: tuple[str, ...] = ()
     #: OpenPAI's completion policy, where it decided the state (not a recorded outcome).
     decision: Decision | None = None
 
@@ -186,9 +191,9 @@ def tasks_from_pods(
     for role, spec in job.task_roles.items():
         for i in range(spec.instances):
             task = Task(role=role, index=i)
-            task.archived_logs = [
+            task.archived_logs = tuple(
                 a["metadata"]["name"] for a in sorted(kept.get((role, i), []), key=_pod_created)
-            ]
+            )
             task.retries = len(task.archived_logs)
             history = sorted(grouped.get((role, i), []), key=_created)
             if history:
@@ -198,13 +203,13 @@ def tasks_from_pods(
                 task.state = pod_task_state(pod)
                 task.node = (pod.get("spec") or {}).get("nodeName")
                 task.ip = status.get("podIP")
-                task.ports = pod_ports(pod)
+                task.ports = pod_ports(pod) or NO_PORTS
                 task.started = parse_time(status.get("startTime"))
-                task.earlier_pods = [
+                task.earlier_pods = tuple(
                     p["metadata"]["name"]
                     for p in history[:-1]
                     if pod_task_state(p) == TaskState.FAILED
-                ]
+                )
                 failures = _restarts(pod) + len(task.earlier_pods)
                 task.retries = failures + len(task.archived_logs)
                 term = _termination(pod)
@@ -254,11 +259,11 @@ def job_view(
     stop = bool(annotations.get(ANN_STOP)) or (end is not None and end.stopped)
     ending = end is not None and not end.stopped
     tasks = tasks_from_pods(job, names, pods, stopped=stop, killed=ending, archives=archives)
-    active = [
+    active = tuple(
         p["metadata"]["name"]
         for _, _, p in pods
         if pod_task_state(p) in (TaskState.WAITING, TaskState.RUNNING)
-    ]
+    )
     started = [t.started for t in tasks if t.started]
     ended = [t.completed for t in tasks if t.completed]
     view = JobView(

@@ -118,10 +118,14 @@ class Reflector:
         self.max_backoff = max_backoff
         self.store: dict[str, Obj] = {}
         self._index_fn = index
-        self._index: dict[str, set[str]] = {}
-        # Bumped for an index value whenever an object under it changes, so a reader can
-        # cache what it derives from `by_index(value)`; a relist starts a new epoch.
+        # Keys under each index value, as tuples: most values (a job's id, its name) hold
+        # one key, and a namespace's thousands of one-key sets were a megabyte.
+        self._index: dict[str, tuple[str, ...]] = {}
+        # A value's stamp from `_clock` whenever an object under it changes, so a reader
+        # can cache what it derives from `by_index(value)`. The clock never goes back (not
+        # on a relist either), so a stamp is never reused; a value with no keys has none.
         self._index_versions: dict[str, int] = {}
+        self._clock = 0
         self.epoch = 0
         self.healthy = False
         self.error: str | None = None
@@ -145,9 +149,9 @@ class Reflector:
     def by_index(self, value: str) -> list[Obj]:
         return [self.store[k] for k in self._index.get(value, ()) if k in self.store]
 
-    def index_version(self, value: str) -> tuple[int, int]:
-        """Changes whenever `by_index(value)` may have changed."""
-        return self.epoch, self._index_versions.get(value, 0)
+    def index_version(self, value: str) -> int:
+        """Changes whenever `by_index(value)` may have changed (0: it is empty)."""
+        return self._index_versions.get(value, 0)
 
     def drop(self, value: str, which: Callable[[Obj], bool]) -> None:
         """Forget the objects under index ``value`` that ``which`` picks (until a relist
@@ -300,16 +304,27 @@ class Reflector:
         if self._index_fn is None:
             return
         for value in self._index_fn(obj):
-            self._index.setdefault(value, set()).add(key)
-            self._index_versions[value] = self._index_versions.get(value, 0) + 1
+            keys = self._index.get(value, ())
+            if key not in keys:
+                self._index[value] = (*keys, key)
+            self._stamp(value)
 
     def _unindex(self, key: str) -> None:
         old = self.store.get(key)
         if old is None or self._index_fn is None:
             return
         for value in self._index_fn(old):
-            self._index.get(value, set()).discard(key)
-            self._index_versions[value] = self._index_versions.get(value, 0) + 1
+            keys = tuple(k for k in self._index.get(value, ()) if k != key)
+            if keys:
+                self._index[value] = keys
+                self._stamp(value)
+            else:
+                self._index.pop(value, None)
+                self._index_versions.pop(value, None)
+
+    def _stamp(self, value: str) -> None:
+        self._clock += 1
+        self._index_versions[value] = self._clock
 
 
 def _describe(error: BaseException) -> str:
