@@ -677,6 +677,11 @@ class Runner:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         container.proc.wait(max(0.1, deadline - time.monotonic()))
             self._kill(run, signal.SIGKILL)
+            # What a pod started into a session of its own (sshd) outlives its group: a
+            # later session's pod would find its port taken.
+            for container in run.containers.values():
+                if container.proc is not None:
+                    self._end_leftovers(run, container, container.proc.pid)
         hostsfile.remove_block(self.marker)
 
     # -- API writes -------------------------------------------------------------------

@@ -134,7 +134,10 @@ async def _wait(backend: KubernetesBackend, job_id: str, check: Any, timeout: fl
         detail = await backend.get_job(job_id)
         if check(detail):
             return detail
-        assert time.monotonic() < deadline, f"{job_id} is {detail.state} ({detail.waiting_reason})"
+        tasks = [(t.role, t.index, t.state.value, t.exit_code, t.exit_reason) for t in detail.tasks]
+        assert time.monotonic() < deadline, (
+            f"{job_id} is {detail.state} ({detail.waiting_reason or detail.sub_state}): {tasks}"
+        )
         await asyncio.sleep(0.3)
 
 
