@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import random
+import signal
 import socket
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import portforward
 
-from tests.cluster import kube, manifests
+from tests.cluster import controlplane, kube, manifests
 from tests.cluster.pytest_plugin import TestCluster
 
 from .workloads import wait_for
@@ -282,3 +287,41 @@ def test_deleting_a_pod_stops_its_process(core: Any) -> None:
         time.sleep(0.1)
     else:
         raise AssertionError(f"process {pid} still runs")
+
+
+def _processes_with(argv: list[str]) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "cmdline").read_bytes().split(b"\0")[:-1] == [a.encode() for a in argv]:
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_runner_shutting_down_ends_what_its_pods_left_in_sessions_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """sshd daemonizes into a session of its own: a cluster taken down while such a pod
+    ran left it holding its port into the next test session."""
+    daemon = ["sleep", f"{random.randint(10**6, 10**7)}"]  # this test's alone
+    plane = controlplane.ControlPlane(tmp_path / "cluster")
+    state = plane.up(
+        controlplane.Options(
+            gpu_pool=None, volcano=False, kueue=False, hived=False, tie_to_parent=True
+        )
+    )
+    try:
+        core = kube.core(kube.api_client(Path(state.kubeconfig)))
+        # Deaf to SIGTERM, as a busy task may be: the runner's shutdown then kills it.
+        script = (
+            f"trap '' TERM; setsid {' '.join(daemon)} </dev/null >/dev/null 2>&1 & exec sleep 600"
+        )
+        core.create_namespaced_pod("default", runner_pod("leaver", ["sh", "-c", script]))
+        wait_for(lambda: bool(_processes_with(daemon)), 30, "the pod's daemon started")
+        plane.down()
+        assert _processes_with(daemon) == []
+    finally:
+        plane.down()
+        for pid in _processes_with(daemon):
+            os.kill(pid, signal.SIGKILL)
