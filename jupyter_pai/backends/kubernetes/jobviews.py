@@ -58,14 +58,12 @@ ViewMaker = Callable[[Obj, JobProtocol, JobNames], JobView]
 
 @dataclass(slots=True)
 class Derived:
-    rv: Any  # the primary's resourceVersion the spec was parsed from
     key: tuple[Any, ...]
     waiting: bool
-    spec: str  # the spec annotation's text (the cached primary's own string: no copy)
     parsed: JobProtocol | None  # kept while the job may change; an ended job's is parsed again
     summary: JobSummary
     base: str  # the job's base name (its pods' label), as `JobViews._key` reads it
-    primary: Obj  # the object it was derived from
+    primary: Obj  # the object it was derived from (its resourceVersion, its spec's text)
     # Names and view while the job may change. An ended job's are derived again when read
     # (its detail, its logs), as its spec is: at 5,000 ended jobs they were 4 MB, and a list
     # reads only the summary.
@@ -73,8 +71,14 @@ class Derived:
     make_view: ViewMaker
 
     @property
+    def rv(self) -> Any:
+        return self.primary["metadata"].get("resourceVersion")
+
+    @property
     def job(self) -> JobProtocol:
-        return self.parsed if self.parsed is not None else parse_spec(self.spec)
+        if self.parsed is not None:
+            return self.parsed
+        return parse_spec(self.primary["metadata"]["annotations"][ANN_SPEC])
 
     @property
     def names(self) -> JobNames:
@@ -354,7 +358,6 @@ class JobViews:
         meta = primary["metadata"]
         uid = str(meta.get("uid", ""))
         cached = self._derived.get(uid)
-        spec = meta["annotations"][ANN_SPEC]
         if cached is not None and cached.rv == meta.get("resourceVersion"):
             if cached.key == self._key(primary, cached.base, cached.waiting, inputs):
                 if cached.kept is not None:  # an ended job's hooks have nothing left to do
@@ -363,7 +366,7 @@ class JobViews:
                 return cached
             job, names = cached.job, cached.names
         else:
-            job = JobProtocol.model_validate(json.loads(spec))
+            job = JobProtocol.model_validate(json.loads(meta["annotations"][ANN_SPEC]))
             names = JobNames.from_annotations(meta["annotations"])
         view = self._make_view(primary, job, names)
         waiting = view.state == JobState.WAITING
@@ -371,10 +374,8 @@ class JobViews:
         label = (meta.get("labels") or {}).get(LABEL_JOB)
         base = label if label == names.base else names.base  # the label's text: no copy
         derived = Derived(
-            rv=meta.get("resourceVersion"),
             key=self._key(primary, base, waiting, inputs),
             waiting=waiting,
-            spec=spec,
             parsed=None if view.state.terminal else job,
             summary=summary(primary, job, names, view),
             base=base,
