@@ -25,6 +25,8 @@ class CriLogWriter:
     def write(self, stream: str, text: bytes, *, partial: bool = False) -> None:
         tag = b"P" if partial else b"F"
         with self._lock:
+            if self._file.closed:  # the pod is gone; a process it left may still write
+                return
             self._file.write(b" ".join([_now(), stream.encode(), tag, text]) + b"\n")
 
     def pump(self, stream: str, source: BinaryIO) -> None:

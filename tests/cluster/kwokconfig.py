@@ -2,7 +2,8 @@
 
 Pods there start Running at once and stay Running until deleted, unless they carry
 `RUN_FOR` (a Go duration): then they finish that long after starting, Succeeded or,
-with a non-zero `EXIT_CODE`, Failed. The runner nodes have a kwok of their own with node
+with a non-zero `EXIT_CODE`, Failed. A deleted pod ends Failed (exit 143, as stopped by
+SIGTERM) before it is removed, as a kubelet writes a final phase first. The runner nodes have a kwok of their own with node
 Stages only: the pod runner owns their pods. Node Stages are kwok's own, copied from its
 module.
 """
@@ -18,6 +19,8 @@ RUN_FOR = "jupyter-pai.test/run-for"
 EXIT_CODE = "jupyter-pai.test/exit-code"
 
 _POD = {"apiGroup": "v1", "kind": "Pod"}
+LIVE_PHASES = ["Pending", "Running", "Unknown"]
+ENDED_PHASES = ["Succeeded", "Failed"]
 
 _RUNNING_TEMPLATE = """\
 {{ $now := Now }}
@@ -96,6 +99,28 @@ phase: {{ if eq $code "0" }}Succeeded{{ else }}Failed{{ end }}
 """.replace("EXIT_ANNOTATION", EXIT_CODE)
 
 
+# A deleted pod's containers stopped by SIGTERM, as a kubelet reports them before the pod
+# goes: its final phase is what lets the Job controller take off its tracking finalizer.
+_STOPPED_TEMPLATE = """\
+{{ $now := Now }}
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  started: false
+  restartCount: 0
+  state:
+    terminated:
+      exitCode: 143
+      finishedAt: {{ $now | Quote }}
+      reason: Error
+      startedAt: {{ $now | Quote }}
+{{ end }}
+phase: Failed
+"""
+
+
 def pod_stages() -> list[dict[str, Any]]:
     alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
     return [
@@ -144,12 +169,28 @@ def pod_stages() -> list[dict[str, Any]]:
         {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Stage",
+            "metadata": {"name": "pod-stop"},
+            "spec": {
+                "resourceRef": _POD,
+                "selector": {
+                    "matchExpressions": [
+                        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                        {"key": ".status.phase", "operator": "In", "values": LIVE_PHASES},
+                    ]
+                },
+                "next": {"statusTemplate": _STOPPED_TEMPLATE},
+            },
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Stage",
             "metadata": {"name": "pod-delete"},
             "spec": {
                 "resourceRef": _POD,
                 "selector": {
                     "matchExpressions": [
                         {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                        {"key": ".status.phase", "operator": "In", "values": ENDED_PHASES},
                     ]
                 },
                 "next": {"delete": True},

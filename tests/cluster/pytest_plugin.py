@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from . import controlplane, hived, kube, manifests
+from . import controlplane, explain, hived, kube, manifests
 
 
 @dataclass
@@ -111,6 +111,11 @@ class TestCluster:
     def start_etcd(self, timeout: float = 60) -> None:
         """Start etcd again on its data directory and ports, and wait for its health."""
         controlplane.ControlPlane(Path(self.state.directory)).start_process("etcd", timeout)
+
+    def explain(self, namespace: str, selector: str | None = None) -> str:
+        """The namespace's pods and Jobs as the API server has them, and what the runner
+        and the controller manager logged of them: for a timeout's message."""
+        return explain.pods_report(Path(self.state.directory), self.api(), namespace, selector)
 
     def remove_nodes(self, pool: str) -> None:
         core = self.core()

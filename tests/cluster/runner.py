@@ -49,8 +49,26 @@ MOUNTS_ENV = "JUPYTER_PAI_TEST_MOUNTS"
 #: after tearing down its volumes and writing its final status, so its log stays readable
 #: a moment after the container's end (which jupyter-pai's log archive relies on).
 REMOVAL_DELAY_SECONDS = 0.5
+#: An event handled or kept waiting longer than this is logged: it held up every pod.
+SLOW_EVENT_SECONDS = 2.0
+#: How long a container's output may stay open after its process has exited (a process
+#: it left behind may hold it) before its exit is reported without the rest.
+OUTPUT_CLOSE_SECONDS = 5.0
+#: How often the runner lists its nodes' pods again.
+RELIST_SECONDS = 60
+#: A removal the API server did not take is tried again after this long.
+REMOVAL_RETRY_SECONDS = 1.0
 # Marks a container's processes (and what they leave running) for `_end_leftovers`.
 CONTAINER_ENV = "JUPYTER_PAI_TEST_CONTAINER"
+
+
+def _brief(payload: tuple[Any, ...]) -> str:
+    """An event's payload for the log: a pod as its namespace/name, not its whole object."""
+    parts = []
+    for item in payload:
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        parts.append(f"{meta.get('namespace')}/{meta.get('name')}" if meta else str(item))
+    return " ".join(parts)
 
 
 def container_id(pod_uid: str, container: str) -> str:
@@ -125,7 +143,8 @@ class Runner:
         self.core = kube.core(self.api)
         self.custom = kube.custom(self.api)
         self.lookup = podenv.api_lookup(self.core)
-        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        # (kind, payload, when posted): `run` handles each as `_on_<kind>(*payload)`.
+        self.events: queue.Queue[tuple[str, tuple[Any, ...], float]] = queue.Queue()
         self.pods: dict[str, PodRun] = {}
         # (namespace, name) -> run, read by the kubelet proxy's threads (single dict
         # operations are atomic, iteration is not).
@@ -154,17 +173,33 @@ class Runner:
         ready.parent.mkdir(parents=True, exist_ok=True)
         ready.write_text(str(os.getpid()))
         while True:
-            kind, payload = self.events.get()
+            kind, payload, posted = self.events.get()
             if kind == "stop":
                 break
+            began = time.monotonic()
             try:
                 getattr(self, f"_on_{kind}")(*payload)
             except Exception:  # one bad pod must not stop the runner
-                log.exception("handling %s failed", kind)
+                log.exception("handling %s %s failed", kind, _brief(payload))
+            took = time.monotonic() - began
+            # A slow step holds up every pod's events: the log says which it was.
+            if took > SLOW_EVENT_SECONDS or began - posted > SLOW_EVENT_SECONDS:
+                log.warning(
+                    "%s %s: waited %.1fs in the queue (%d behind it), handled in %.1fs",
+                    kind,
+                    _brief(payload),
+                    began - posted,
+                    self.events.qsize(),
+                    took,
+                )
         self._shutdown()
 
     def stop(self) -> None:
-        self.events.put(("stop", ()))
+        self._post("stop")
+
+    def _post(self, kind: str, *payload: Any) -> None:
+        """Queue the event ``kind``, handled by ``_on_<kind>(*payload)`` on the main loop."""
+        self.events.put((kind, payload, time.monotonic()))
 
     def _watch(self, node: str) -> None:
         api = kube.api_client(self.kubeconfig)
@@ -174,16 +209,18 @@ class Runner:
             try:
                 listing = core.list_pod_for_all_namespaces(field_selector=selector)
                 for pod in listing.items:
-                    self.events.put(("pod", ("ADDED", api.sanitize_for_serialization(pod))))
+                    self._post("pod", "ADDED", api.sanitize_for_serialization(pod))
                 stream = _Watch().stream(
                     core.list_pod_for_all_namespaces,
                     field_selector=selector,
                     resource_version=listing.metadata.resource_version,
-                    timeout_seconds=300,
+                    # Listed again each minute, as a kubelet syncs its pods: a step that
+                    # failed (a removal the API server did not take) is taken again.
+                    timeout_seconds=RELIST_SECONDS,
                 )
                 for event in stream:
                     pod = api.sanitize_for_serialization(event["object"])
-                    self.events.put(("pod", (event["type"], pod)))
+                    self._post("pod", event["type"], pod)
             except Exception as error:  # 410 Gone, a dropped connection: list again
                 log.info("watch on %s restarts: %s", node, error)
                 time.sleep(1)
@@ -200,13 +237,19 @@ class Runner:
                 self._forget(run)
             return
         if meta.get("deletionTimestamp"):
-            if run is None or not any(c.running for c in run.containers.values()):
-                self._finish_delete(pod, run)
-            elif not run.deleting:
+            if run is not None and run.deleting:
+                return  # stopping: removed once its containers have exited
+            if run is not None and any(c.running for c in run.containers.values()):
                 run.deleting = True
-                grace = meta.get("deletionGracePeriodSeconds")
+                given = meta.get("deletionGracePeriodSeconds")
+                grace = run.grace if given is None else given
+                log.info("%s/%s deleted: SIGTERM, SIGKILL in %ss", run.namespace, run.name, grace)
                 self._kill(run, signal.SIGTERM)
-                self._later(run.grace if grace is None else grace, "deadline", uid)
+                self._later(grace, "deadline", uid)
+                return
+            # Nothing of it runs here (never started, or ended): final phase, then removal.
+            self._end_phase(pod, run)
+            self._finish_delete(pod, run)
             return
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if run is None and phase == "Pending":
@@ -227,7 +270,8 @@ class Runner:
 
     def _on_deadline(self, uid: str) -> None:
         run = self.pods.get(uid)
-        if run is not None:
+        if run is not None and any(c.running for c in run.containers.values()):
+            log.info("%s/%s: grace period over, SIGKILL", run.namespace, run.name)
             self._kill(run, signal.SIGKILL)
 
     def _on_exit(self, uid: str, name: str, code: int) -> None:
@@ -236,6 +280,7 @@ class Runner:
             return
         container = run.containers[name]
         container.exit_code, container.finished_at = code, _now()
+        log.info("%s/%s: %s exited %d", run.namespace, run.name, name, code)
         policy = run.restart_policy
         if not run.deleting and (policy == "Always" or (policy == "OnFailure" and code != 0)):
             container.last_exit = self._terminated(container)
@@ -249,6 +294,7 @@ class Runner:
             self._patch_status(run)
             return
         if run.deleting:
+            self._end_phase(None, run)
             self._later(REMOVAL_DELAY_SECONDS, "remove", uid)
         else:
             run.finished = True
@@ -257,7 +303,7 @@ class Runner:
 
     def _later(self, delay: float, kind: str, *payload: str) -> None:
         """Post the event ``kind`` (handled by ``_on_<kind>(*payload)``) after ``delay`` s."""
-        timer = threading.Timer(delay, self.events.put, args=((kind, payload),))
+        timer = threading.Timer(delay, self._post, args=(kind, *payload))
         timer.daemon = True
         timer.start()
 
@@ -353,6 +399,7 @@ class Runner:
         self._create_port_forwards(pod, run)
         if spec.get("initContainers"):
             log.warning("%s/%s: init containers are not run", run.namespace, run.name)
+        log.info("%s/%s starts at %s", run.namespace, run.name, run.ip)
         for container in run.containers.values():
             self._spawn(run, container)
         self._patch_status(run)
@@ -612,7 +659,7 @@ class Runner:
             )
         except OSError as error:
             container.log.write("stderr", f"exec {container.argv[0]}: {error}".encode())
-            self.events.put(("exit", (run.uid, container.name, 127)))
+            self._post("exit", run.uid, container.name, 127)
             return
         container.proc = proc
         pumps = [
@@ -626,9 +673,17 @@ class Runner:
             code = proc.wait()
             self._end_leftovers(run, container, proc.pid)
             for pump in pumps:
-                pump.join()
+                pump.join(OUTPUT_CLOSE_SECONDS)
+                if pump.is_alive():
+                    log.warning(
+                        "%s/%s: %s's output is still open %.0fs after it exited",
+                        run.namespace,
+                        run.name,
+                        container.name,
+                        OUTPUT_CLOSE_SECONDS,
+                    )
             # A signal death reads as 128+signal, as container runtimes report it.
-            self.events.put(("exit", (run.uid, container.name, 128 - code if code < 0 else code)))
+            self._post("exit", run.uid, container.name, 128 - code if code < 0 else code)
 
         threading.Thread(target=wait, daemon=True).start()
 
@@ -639,22 +694,59 @@ class Runner:
                     os.killpg(container.proc.pid, sig)
             elif container.running and container.proc is None:
                 # An idle container "exits" at once.
-                self.events.put(("exit", (run.uid, container.name, 0)))
+                self._post("exit", run.uid, container.name, 0)
                 container.proc = None
+
+    def _end_phase(self, pod: Obj | None, run: PodRun | None) -> None:
+        """Write a deleted pod's final phase (Succeeded if every container exited 0, else
+        Failed) before it is removed, as a kubelet does: the Job controller takes off its
+        tracking finalizer only once a pod it did not delete itself has ended, and a pod
+        kept by that finalizer would otherwise stay Terminating, and Running, for good."""
+        try:
+            if run is not None and not run.finished:
+                run.finished = True
+                self._patch_status(run)
+            elif run is None and pod is not None:
+                meta = pod["metadata"]
+                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    self.core.patch_namespaced_pod_status(
+                        meta["name"], meta["namespace"], {"status": {"phase": "Failed"}}
+                    )
+        except Exception as error:  # removed all the same, as before
+            name = run.name if run else pod["metadata"]["name"] if pod else "?"
+            log.warning("%s: final phase not written: %s", name, error)
 
     def _finish_delete(self, pod: Obj | None, run: PodRun | None) -> None:
         name = pod["metadata"]["name"] if pod else run.name if run else ""
         namespace = pod["metadata"]["namespace"] if pod else run.namespace if run else ""
         uid = pod["metadata"]["uid"] if pod else run.uid if run else ""
-        with contextlib.suppress(ApiException):
-            self.core.delete_namespaced_pod(
-                name,
-                namespace,
-                grace_period_seconds=0,
-                body=client.V1DeleteOptions(
-                    grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid)
-                ),
-            )
+        # Grace 0 already: the API server has removed it but for finalizers.
+        removed = pod is not None and pod["metadata"].get("deletionGracePeriodSeconds") == 0
+        if not removed:
+            try:
+                self.core.delete_namespaced_pod(
+                    name,
+                    namespace,
+                    grace_period_seconds=0,
+                    body=client.V1DeleteOptions(
+                        grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid)
+                    ),
+                )
+            except ApiException as error:  # gone already, or another pod by now (409)
+                log.info("%s/%s removed before: %s", namespace, name, error.status)
+            except Exception as error:  # the API server unreachable a moment: try again
+                log.warning(
+                    "%s/%s not removed (%s); again in %ss",
+                    namespace,
+                    name,
+                    error,
+                    REMOVAL_RETRY_SECONDS,
+                )
+                if run is not None:
+                    self._later(REMOVAL_RETRY_SECONDS, "remove", uid)
+                return
+            else:
+                log.info("%s/%s removed", namespace, name)
         if run is not None:
             self._forget(run)
 

@@ -7,6 +7,7 @@ Running until deleted, which is what the capacity tests need."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -148,8 +149,13 @@ def gang_sizes(cluster: TestCluster, flavor: str, base: str) -> list[int]:
 
 
 async def wait_for(
-    backend: KubernetesBackend, job_id: str, check: Callable[[JobDetail], bool], timeout: float = 60
+    backend: KubernetesBackend,
+    job_id: str,
+    check: Callable[[JobDetail], bool],
+    timeout: float = 60,
+    explain: Callable[[], str] | None = None,
 ) -> JobDetail:
+    """``explain``: what the cluster says of the job's pods, added to a timeout's message."""
     deadline = time.monotonic() + timeout
     detail = await backend.get_job(job_id)
     while time.monotonic() < deadline:
@@ -160,7 +166,7 @@ async def wait_for(
     tasks = [(t.role, t.index, t.state.value, t.node) for t in detail.tasks]
     raise AssertionError(
         f"timed out: {job_id} is {detail.state} ({detail.sub_state}; {detail.waiting_reason});"
-        f" tasks {tasks}"
+        f" tasks {tasks}" + (f"\n{explain()}" if explain else "")
     )
 
 
@@ -321,8 +327,9 @@ async def test_a_job_over_the_queue_waits_with_a_reason_then_runs(
         assert stopped.state in (JobState.STOPPING, JobState.STOPPED)
         # Generous bounds: on a runner the whole suite keeps busy, a stopped job's pods have
         # taken over 30 s to leave it (a timeout names the job's state and its tasks').
-        await wait_for(b, first.id, lambda d: d.state == JobState.STOPPED, 120)
-        await wait_for(b, second.id, lambda d: d.state == JobState.RUNNING, 120)
+        explain = functools.partial(kube_cluster.explain, NS)
+        await wait_for(b, first.id, lambda d: d.state == JobState.STOPPED, 120, explain)
+        await wait_for(b, second.id, lambda d: d.state == JobState.RUNNING, 120, explain)
         # Stopped jobs stay listed.
         assert (await b.get_job(first.id)).state == JobState.STOPPED
         assert first.id in {j.id for j in await b.list_jobs()}

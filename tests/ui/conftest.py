@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,8 @@ class Lab:
     state_dir: Path
     root_dir: Path
     submitted: list[str] = field(default_factory=list)
+    #: What the backend's cluster says of its pods, added to a timeout's message.
+    explain: Callable[[], str] | None = None
 
     def api(
         self,
@@ -124,7 +126,8 @@ class Lab:
             if job["state"] in states:
                 return job
             if time.monotonic() > deadline:
-                raise AssertionError(f"{job_id} is {job['state']}, not {states}: {job}")
+                more = f"\n{self.explain()}" if self.explain else ""
+                raise AssertionError(f"{job_id} is {job['state']}, not {states}: {job}{more}")
             time.sleep(0.2)
 
 

@@ -30,6 +30,7 @@ def alice_lab(cluster: TestCluster, folder: Path, node_selector: dict[str, str])
         },
     }
     with run_lab(folder, server_config=config) as lab:
+        lab.explain = lambda: cluster.explain("alice", OWNED)
         yield lab
     api = cluster.api()
     core = client.CoreV1Api(api)
