@@ -325,8 +325,8 @@ async def test_a_job_over_the_queue_waits_with_a_reason_then_runs(
         assert vcs["research"].queued_jobs == 1
         stopped = await b.stop_job(first.id)
         assert stopped.state in (JobState.STOPPING, JobState.STOPPED)
-        # Generous bounds: on a runner the whole suite keeps busy, a stopped job's pods have
-        # taken over 30 s to leave it (a timeout names the job's state and its tasks').
+        # Generous bounds for a runner the whole suite keeps busy; a timeout names the job's
+        # and tasks' states, and the pods as the cluster has them.
         explain = functools.partial(kube_cluster.explain, NS)
         await wait_for(b, first.id, lambda d: d.state == JobState.STOPPED, 120, explain)
         await wait_for(b, second.id, lambda d: d.state == JobState.RUNNING, 120, explain)

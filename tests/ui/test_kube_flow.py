@@ -74,10 +74,10 @@ def test_submit_and_follow_on_kubernetes(kube_page: Any, kube_lab: Lab) -> None:
     shot(page, "kube-flow-1-waiting")
 
     lab.stop(blocker["id"])
-    # Bounded step by step, so a timeout says which was slow and names the job's state and
-    # its tasks': the stopped job's pods leaving the runner, then the waiting job's pods
-    # placed and started. On a runner the whole suite keeps busy the two together have
-    # taken over 90 s.
+    # Bounded step by step, so a timeout says which was slow: the stopped job's pods leaving
+    # the runner, then the waiting job's pods placed and started. Its message names the
+    # job's and tasks' states, and the pods as the cluster has them with what the runner
+    # and the controller manager logged of them.
     lab.wait_state(blocker["id"], "STOPPED", timeout=120)
     lab.wait_state(job["id"], "RUNNING", "SUCCEEDED", timeout=120)
     expect(state).to_have_text("RUNNING", timeout=30_000)
