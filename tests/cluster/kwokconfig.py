@@ -2,10 +2,11 @@
 
 Pods there start Running at once and stay Running until deleted, unless they carry
 `RUN_FOR` (a Go duration): then they finish that long after starting, Succeeded or,
-with a non-zero `EXIT_CODE`, Failed. A deleted pod ends Failed (exit 143, as stopped by
-SIGTERM) before it is removed, as a kubelet writes a final phase first. The runner nodes have a kwok of their own with node
-Stages only: the pod runner owns their pods. Node Stages are kwok's own, copied from its
-module.
+with a non-zero `EXIT_CODE`, Failed. A deleted pod that a finalizer holds ends Failed
+(exit 143, as stopped by SIGTERM) before it is removed, as a kubelet writes a final phase
+first: the Job controller lets such a pod go only once it has ended. The runner nodes
+have a kwok of their own with node Stages only: the pod runner owns their pods. Node
+Stages are kwok's own, copied from its module.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ def pod_stages() -> list[dict[str, Any]]:
                 "selector": {
                     "matchExpressions": [
                         {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                        {"key": ".metadata.finalizers", "operator": "Exists"},
                         {"key": ".status.phase", "operator": "In", "values": LIVE_PHASES},
                     ]
                 },
@@ -185,6 +187,21 @@ def pod_stages() -> list[dict[str, Any]]:
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Stage",
             "metadata": {"name": "pod-delete"},
+            "spec": {
+                "resourceRef": _POD,
+                "selector": {
+                    "matchExpressions": [
+                        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                        {"key": ".metadata.finalizers", "operator": "DoesNotExist"},
+                    ]
+                },
+                "next": {"delete": True},
+            },
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Stage",
+            "metadata": {"name": "pod-delete-ended"},
             "spec": {
                 "resourceRef": _POD,
                 "selector": {

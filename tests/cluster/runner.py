@@ -71,6 +71,22 @@ def _brief(payload: tuple[Any, ...]) -> str:
     return " ".join(parts)
 
 
+def _unstarted_statuses(pod: Obj, state: Obj) -> list[Obj]:
+    """Each container's status, in ``state``, for a pod whose containers never started."""
+    return [
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+            "state": state,
+        }
+        for c in pod["spec"]["containers"]
+    ]
+
+
 def container_id(pod_uid: str, container: str) -> str:
     return f"{pod_uid}/{container}"
 
@@ -131,6 +147,7 @@ class PodRun:
     start_time: str = ""
     deleting: bool = False
     finished: bool = False
+    held: bool = False  # deleted while a finalizer holds it: its final phase is written
 
 
 class Runner:
@@ -241,6 +258,7 @@ class Runner:
                 return  # stopping: removed once its containers have exited
             if run is not None and any(c.running for c in run.containers.values()):
                 run.deleting = True
+                run.held = bool(meta.get("finalizers"))
                 given = meta.get("deletionGracePeriodSeconds")
                 grace = run.grace if given is None else given
                 log.info("%s/%s deleted: SIGTERM, SIGKILL in %ss", run.namespace, run.name, grace)
@@ -248,7 +266,8 @@ class Runner:
                 self._later(grace, "deadline", uid)
                 return
             # Nothing of it runs here (never started, or ended): final phase, then removal.
-            self._end_phase(pod, run)
+            if meta.get("finalizers"):
+                self._end_phase(pod, run)
             self._finish_delete(pod, run)
             return
         phase = (pod.get("status") or {}).get("phase", "Pending")
@@ -294,7 +313,8 @@ class Runner:
             self._patch_status(run)
             return
         if run.deleting:
-            self._end_phase(None, run)
+            if run.held:
+                self._end_phase(None, run)
             self._later(REMOVAL_DELAY_SECONDS, "remove", uid)
         else:
             run.finished = True
@@ -701,7 +721,10 @@ class Runner:
         """Write a deleted pod's final phase (Succeeded if every container exited 0, else
         Failed) before it is removed, as a kubelet does: the Job controller takes off its
         tracking finalizer only once a pod it did not delete itself has ended, and a pod
-        kept by that finalizer would otherwise stay Terminating, and Running, for good."""
+        kept by that finalizer would otherwise stay Terminating, and Running, for good.
+        Only for a pod a finalizer holds: a pod that goes at once is removed as it is, as
+        before (Volcano, in this cluster, took a reclaimed pod's final Failed for a failure
+        of its task and ended the job)."""
         try:
             if run is not None and not run.finished:
                 run.finished = True
@@ -709,8 +732,16 @@ class Runner:
             elif run is None and pod is not None:
                 meta = pod["metadata"]
                 if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    # What a kubelet writes for containers it never started.
+                    unknown = {
+                        "exitCode": 137,
+                        "reason": "ContainerStatusUnknown",
+                        "message": "The container could not be located when the pod was deleted.",
+                    }
+                    statuses = _unstarted_statuses(pod, {"terminated": unknown})
+                    status = {"phase": "Failed", "containerStatuses": statuses}
                     self.core.patch_namespaced_pod_status(
-                        meta["name"], meta["namespace"], {"status": {"phase": "Failed"}}
+                        meta["name"], meta["namespace"], {"status": status}
                     )
         except Exception as error:  # removed all the same, as before
             name = run.name if run else pod["metadata"]["name"] if pod else "?"
@@ -878,18 +909,8 @@ class Runner:
 
     def _config_error(self, pod: Obj, message: str) -> None:
         meta = pod["metadata"]
-        statuses = [
-            {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "started": False,
-                "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}},
-            }
-            for c in pod["spec"]["containers"]
-        ]
+        waiting = {"reason": "CreateContainerConfigError", "message": message}
+        statuses = _unstarted_statuses(pod, {"waiting": waiting})
         with contextlib.suppress(ApiException):
             self.core.patch_namespaced_pod_status(
                 meta["name"],

@@ -187,8 +187,33 @@ def test_pods_volcano_kills_while_ending_are_stopped_not_failed() -> None:
     assert v.sub_state == "2 of 2 worker instance(s) succeeded (minSucceededInstances=2)"
     assert v.tasks[0].state == TaskState.STOPPED
     assert v.decision is not None and (v.decision.role, v.decision.rule) == ("worker", "succeeded")
-    # Outside an ending the same pod is a failure.
-    assert view([killed, *done], status={"state": {"phase": "Running"}}).state == JobState.FAILED
+    # Outside an ending, a pod its deletion stopped waits for its replacement (preempted,
+    # evicted); a deleted pod that failed on its own is a failure.
+    running = {"state": {"phase": "Running"}}
+    assert view([killed, *done], status=running).tasks[0].state == TaskState.WAITING
+    own = pod("ps", 0, "Failed", code=3, deletionTimestamp="2024-01-01T00:02:00Z")
+    assert view([own, *done], status=running).state == JobState.FAILED
+
+
+def test_a_pod_its_deletion_stopped_is_no_failure_of_the_task() -> None:
+    """A kubelet writes Failed, exit 143 or 137, for a pod it stops because it was deleted
+    (preempted, evicted): the task goes on in a new pod, or stops with the job."""
+    when = "2024-01-01T00:02:00Z"
+    for code in (137, 143):
+        preempted = pod("ps", 0, "Failed", code=code, deletionTimestamp=when)
+        v = view([preempted, pod("worker", 0, "Running"), pod("worker", 1, "Running")])
+        assert v.state == JobState.RUNNING, code
+        ps = v.tasks[0]
+        assert (ps.state, ps.exit_code, ps.completed) == (TaskState.WAITING, None, None)
+        stopped = view([preempted], {ANN_STOP: when})
+        assert stopped.state == JobState.STOPPED
+        assert stopped.tasks[0].state == TaskState.STOPPED
+    # Killed for memory is the task's own failure, deleted or not.
+    oom = pod("ps", 0, "Failed", code=137, deletionTimestamp=when)
+    oom[2]["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "OOMKilled"
+    assert view([oom, pod("worker", 0, "Running"), pod("worker", 1, "Running")]).state == (
+        JobState.FAILED
+    )
 
 
 def test_events_since_compare_times_not_text() -> None:

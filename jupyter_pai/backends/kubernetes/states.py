@@ -119,6 +119,26 @@ def _termination(pod: Obj, which: str = "state") -> Obj | None:
     return None
 
 
+#: Exit codes of a container its kubelet stopped (SIGKILL, SIGTERM), or never found to stop.
+_STOPPED_EXIT_CODES = (137, 143)
+
+
+def killed_by_deletion(pod: Obj) -> bool:
+    """Whether a deleted pod ended Failed because its deletion stopped it (preempted,
+    evicted, replaced), not on its own: a kubelet writes Failed for such a pod before it
+    goes, its containers ended by SIGTERM or SIGKILL. An OOM kill is the task's own."""
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if (pod.get("status") or {}).get("phase") != "Failed":
+        return False
+    term = _termination(pod)
+    return (
+        term is not None
+        and term.get("reason") != "OOMKilled"
+        and int(term.get("exitCode") or 0) in _STOPPED_EXIT_CODES
+    )
+
+
 def _retries_spent_in_place(pod: Obj, retries: int) -> bool:
     """A pod restarted in place (``restartPolicy: OnFailure``) more often than the task's
     ``taskRetryCount``, and not succeeded since."""
@@ -200,7 +220,10 @@ def tasks_from_pods(
                 pod = history[-1]
                 status = pod.get("status") or {}
                 task.pod = pod["metadata"]["name"]
-                task.state = pod_task_state(pod)
+                # A pod its deletion stopped is no failure of the task's: it goes on in a
+                # new pod, or stops with the job (below, as a deleted pod still running).
+                stopped_by_deletion = killed_by_deletion(pod)
+                task.state = TaskState.WAITING if stopped_by_deletion else pod_task_state(pod)
                 task.node = (pod.get("spec") or {}).get("nodeName")
                 task.ip = status.get("podIP")
                 task.ports = pod_ports(pod) or NO_PORTS
@@ -212,7 +235,7 @@ def tasks_from_pods(
                 )
                 failures = _restarts(pod) + len(task.earlier_pods)
                 task.retries = failures + len(task.archived_logs)
-                term = _termination(pod)
+                term = None if stopped_by_deletion else _termination(pod)
                 if term is not None:
                     task.exit_code = int(term.get("exitCode") or 0)
                     task.exit_reason = term.get("reason")
