@@ -122,97 +122,68 @@ phase: Failed
 """
 
 
+def _pod_stage(
+    name: str, match: list[dict[str, Any]], then: dict[str, Any], **spec: Any
+) -> dict[str, Any]:
+    """A kwok Stage over pods: ``then`` for each pod that every expression of ``match``
+    selects (``spec``: more of the Stage's spec, such as its delay)."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": _POD,
+            "selector": {"matchExpressions": match},
+            **spec,
+            "next": then,
+        },
+    }
+
+
 def pod_stages() -> list[dict[str, Any]]:
     alive = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+    deleted = {"key": ".metadata.deletionTimestamp", "operator": "Exists"}
+    run_for = f'.metadata.annotations["{RUN_FOR}"]'
+    started = {
+        "type": "Normal",
+        "reason": "Started",
+        "message": "Started container (simulated by kwok)",
+    }
     return [
-        {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "Stage",
-            "metadata": {"name": "pod-ready"},
-            "spec": {
-                "resourceRef": _POD,
-                "selector": {
-                    "matchExpressions": [
-                        alive,
-                        {"key": ".status.podIP", "operator": "DoesNotExist"},
-                    ]
-                },
-                "next": {
-                    "event": {
-                        "type": "Normal",
-                        "reason": "Started",
-                        "message": "Started container (simulated by kwok)",
-                    },
-                    "statusTemplate": _RUNNING_TEMPLATE,
-                },
-            },
-        },
-        {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "Stage",
-            "metadata": {"name": "pod-finish"},
-            "spec": {
-                "resourceRef": _POD,
-                "selector": {
-                    "matchExpressions": [
-                        alive,
-                        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                        {"key": f'.metadata.annotations["{RUN_FOR}"]', "operator": "Exists"},
-                    ]
-                },
-                "delay": {
-                    "durationMilliseconds": 0,
-                    "durationFrom": {"expressionFrom": f'.metadata.annotations["{RUN_FOR}"]'},
-                },
-                "next": {"statusTemplate": _FINISHED_TEMPLATE},
-            },
-        },
-        {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "Stage",
-            "metadata": {"name": "pod-stop"},
-            "spec": {
-                "resourceRef": _POD,
-                "selector": {
-                    "matchExpressions": [
-                        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                        {"key": ".metadata.finalizers", "operator": "Exists"},
-                        {"key": ".status.phase", "operator": "In", "values": LIVE_PHASES},
-                    ]
-                },
-                "next": {"statusTemplate": _STOPPED_TEMPLATE},
-            },
-        },
-        {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "Stage",
-            "metadata": {"name": "pod-delete"},
-            "spec": {
-                "resourceRef": _POD,
-                "selector": {
-                    "matchExpressions": [
-                        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                        {"key": ".metadata.finalizers", "operator": "DoesNotExist"},
-                    ]
-                },
-                "next": {"delete": True},
-            },
-        },
-        {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "Stage",
-            "metadata": {"name": "pod-delete-ended"},
-            "spec": {
-                "resourceRef": _POD,
-                "selector": {
-                    "matchExpressions": [
-                        {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
-                        {"key": ".status.phase", "operator": "In", "values": ENDED_PHASES},
-                    ]
-                },
-                "next": {"delete": True},
-            },
-        },
+        _pod_stage(
+            "pod-ready",
+            [alive, {"key": ".status.podIP", "operator": "DoesNotExist"}],
+            {"event": started, "statusTemplate": _RUNNING_TEMPLATE},
+        ),
+        _pod_stage(
+            "pod-finish",
+            [
+                alive,
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": run_for, "operator": "Exists"},
+            ],
+            {"statusTemplate": _FINISHED_TEMPLATE},
+            delay={"durationMilliseconds": 0, "durationFrom": {"expressionFrom": run_for}},
+        ),
+        _pod_stage(
+            "pod-stop",
+            [
+                deleted,
+                {"key": ".metadata.finalizers", "operator": "Exists"},
+                {"key": ".status.phase", "operator": "In", "values": LIVE_PHASES},
+            ],
+            {"statusTemplate": _STOPPED_TEMPLATE},
+        ),
+        _pod_stage(
+            "pod-delete",
+            [deleted, {"key": ".metadata.finalizers", "operator": "DoesNotExist"}],
+            {"delete": True},
+        ),
+        _pod_stage(
+            "pod-delete-ended",
+            [deleted, {"key": ".status.phase", "operator": "In", "values": ENDED_PHASES}],
+            {"delete": True},
+        ),
     ]
 
 

@@ -149,6 +149,11 @@ class PodRun:
     finished: bool = False
     held: bool = False  # deleted while a finalizer holds it: its final phase is written
 
+    @property
+    def running(self) -> bool:
+        """Whether any of its containers is running."""
+        return any(c.running for c in self.containers.values())
+
 
 class Runner:
     def __init__(self, directory: Path, kubeconfig: Path, pod_net: str, nodes: list[str]) -> None:
@@ -256,7 +261,7 @@ class Runner:
         if meta.get("deletionTimestamp"):
             if run is not None and run.deleting:
                 return  # stopping: removed once its containers have exited
-            if run is not None and any(c.running for c in run.containers.values()):
+            if run is not None and run.running:
                 run.deleting = True
                 run.held = bool(meta.get("finalizers"))
                 given = meta.get("deletionGracePeriodSeconds")
@@ -289,7 +294,7 @@ class Runner:
 
     def _on_deadline(self, uid: str) -> None:
         run = self.pods.get(uid)
-        if run is not None and any(c.running for c in run.containers.values()):
+        if run is not None and run.running:
             log.info("%s/%s: grace period over, SIGKILL", run.namespace, run.name)
             self._kill(run, signal.SIGKILL)
 
@@ -309,7 +314,7 @@ class Runner:
             self._patch_status(run)
             return
         container.final = True
-        if any(c.running for c in run.containers.values()):
+        if run.running:
             self._patch_status(run)
             return
         if run.deleting:
@@ -881,7 +886,7 @@ class Runner:
     def _patch_status(self, run: PodRun) -> None:
         containers = list(run.containers.values())
         all_running = all(c.running for c in containers)
-        if any(c.running for c in containers) or not run.finished:
+        if run.running or not run.finished:
             phase = "Running"
         else:
             phase = "Succeeded" if all(c.exit_code == 0 for c in containers) else "Failed"
