@@ -1,21 +1,25 @@
 """Browsing a storage that is a directory on this machine, never outside its root.
 
-Refused: absolute paths, ``..`` segments (also once URL-decoded), NUL bytes, and symlinks
-whose target lies outside the root."""
+Refused: absolute paths, ``..`` segments (also once URL-decoded), NUL bytes, symlinks
+whose target lies outside the root, and what the storage's :class:`.storage_ops.Rules` do
+not serve (hidden paths, the runtime and state directories). The path is walked by
+:func:`.storage_ops.read` with directory descriptors, and the file read from the
+descriptor it opened: a folder swapped for a link meanwhile leads nowhere else."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
-from ..errors import BadRequest, FieldError, Forbidden, NotFound
+from ..errors import BadRequest, FieldError
+from . import storage_ops
 from .base import FileContent
-from .models import StorageEntry, StorageListing
-from .storage_ops import is_upload_temp
+from .models import StorageListing
+from .storage_writes import entry_model, in_thread
 
 CHUNK = 256 * 1024
 
@@ -40,66 +44,32 @@ def clean_relative(path: str) -> PurePosixPath:
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
-def resolve_inside(root: Path, path: str) -> Path:
-    rel = clean_relative(path)
-    real_root = root.expanduser().resolve()
-    target = (real_root / rel).resolve()
-    if target != real_root and real_root not in target.parents:
-        raise Forbidden(
-            f"path {path!r} leads outside the storage (through a symbolic link)",
-            [FieldError("path", "a symbolic link points outside the storage")],
-        )
-    return target
-
-
-async def read_path(storage: str, root: Path, path: str) -> StorageListing | FileContent:
-    target = await asyncio.to_thread(resolve_inside, root, path)
-    rel = clean_relative(path)
-    try:
-        st = await asyncio.to_thread(os.stat, target)
-    except FileNotFoundError:
-        raise NotFound(f"storage {storage}: no file or folder {str(rel)!r}") from None
-    if stat.S_ISDIR(st.st_mode):
-        entries = await asyncio.to_thread(_list, root, target)
-        return StorageListing(
-            storage=storage, path="" if str(rel) == "." else str(rel), entries=entries
-        )
+async def read_path(
+    storage: str, root: Path, path: str, rules: storage_ops.Rules | None = None
+) -> StorageListing | FileContent:
+    rel = str(clean_relative(path))
+    kind, found, st = await in_thread(
+        storage, storage_ops.read, str(root), "" if rel == "." else rel, rules
+    )
+    if kind == "dir":
+        entries = [entry_model(e) for e in found]
+        return StorageListing(storage=storage, path="" if rel == "." else rel, entries=entries)
+    # A file object (not the bare descriptor): closed even if the answer is never sent.
+    f = os.fdopen(found, "rb", buffering=0)
     modified = datetime.fromtimestamp(st.st_mtime, timezone.utc)
-    return FileContent(name=target.name, size=st.st_size, chunks=_chunks(target), modified=modified)
+    name = PurePosixPath(rel).name
+    return FileContent(name=name, size=st.st_size, chunks=_chunks(f, st.st_size), modified=modified)
 
 
-def _list(root: Path, folder: Path) -> list[StorageEntry]:
-    root = root.expanduser().resolve()
-    entries = []
-    for child in sorted(folder.iterdir(), key=lambda p: p.name):
-        if is_upload_temp(child.name):
-            continue  # an upload under way: it shows under its name once complete
-        try:
-            resolved = child.resolve()
-            if resolved != root and root not in resolved.parents:
-                continue  # a link out of the storage is not shown at all
-            st = child.stat()
-        except OSError:
-            continue
-        entries.append(
-            StorageEntry(
-                name=child.name,
-                path=str(child.relative_to(root)),
-                type="directory" if stat.S_ISDIR(st.st_mode) else "file",
-                size=None if stat.S_ISDIR(st.st_mode) else st.st_size,
-                modified=datetime.fromtimestamp(st.st_mtime, timezone.utc),
-            )
-        )
-    return entries
-
-
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
-    f = await asyncio.to_thread(open, path, "rb")
+async def _chunks(f: BinaryIO, size: int) -> AsyncIterator[bytes]:
+    """The file as it was when opened: one growing meanwhile is cut at its size then."""
+    left = size
     try:
-        while True:
-            data = await asyncio.to_thread(f.read, CHUNK)
+        while left > 0:
+            data = await asyncio.to_thread(f.read, min(CHUNK, left))
             if not data:
                 break
+            left -= len(data)
             yield data
     finally:
         f.close()

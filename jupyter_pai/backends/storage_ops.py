@@ -1,187 +1,180 @@
-"""Writes to a storage folder, and its archives: the operations both backends share (the
-local backend calls them in a thread; the Kubernetes storage helper pod ships this module as
-source and calls them in its request threads).
+"""Reads and writes of a storage folder, and its archives: the operations both backends
+share (the local backend calls them in a thread; the Kubernetes storage helper pod ships
+this module, :mod:`.storage_walk` and :mod:`.storage_archive` as source and calls them in
+its request threads).
 
 Standard library only, and Python 3.8 at run time (the pod's image may be old): no
-``X | Y`` types outside annotations. Every function takes the storage's ``root`` and a path
-relative to it, and resolves it inside ``root`` itself: absolute paths, ``..`` and NUL are
-refused ("badpath"); the real path of every parent folder must lie inside the root, a final
-component that is a symbolic link leading out is refused ("outside"), and the temporary
-file of an upload is opened with ``O_NOFOLLOW``. Uploads go to a hidden temporary name in
-the target's folder and only the last piece moves them under the final name, so a full
-volume or a cut connection never leaves half a file there."""
+``X | Y`` types outside annotations. Every function takes the storage's ``root``, a path
+relative to it and the :class:`Rules` of what it serves (default: no hidden file), and
+reaches the path by :mod:`.storage_walk`: absolute paths, ``..`` and NUL are refused
+("badpath"), every folder is opened from the one above without following links, a link is
+followed only while it stays inside the root ("outside" otherwise), hidden and protected
+paths are refused. Uploads go to a hidden temporary name in the target's folder and only
+the last piece moves them under the final name, so a full volume or a cut connection
+never leaves half a file there."""
 
 from __future__ import annotations
 
 import errno
-import gzip
 import os
-import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-TEMP_PREFIX = "."
-TEMP_SUFFIX = ".pai-upload"
-BLOCK = 1024 * 1024
-ARCHIVES = ("zip", "tar.gz")
-#: Entries of a zip archive above this size are written as ZIP64 (the file may still grow
-#: while it is read; sizes are only known at its end on a writer that cannot seek).
-ZIP64_FROM = 1 << 30
+from .storage_archive import (  # SHIPPED: replaced by storage_archive's source
+    ARCHIVES,
+    archive,
+)
+from .storage_walk import (  # SHIPPED: replaced by storage_walk's source
+    READ_FLAGS,
+    TEMP_PREFIX,
+    TEMP_SUFFIX,
+    OpError,
+    Rules,
+    Spot,
+    Tree,
+    copy_tree,
+    is_upload_temp,
+    os_error,
+    path_parts,
+    quietly,
+    remove_any,
+    remove_tree,
+    scan,
+    temp_name,
+)
+
+# What callers import from here (the archives are made by storage_archive).
+__all__ = [
+    "ARCHIVES",
+    "TEMP_PREFIX",
+    "TEMP_SUFFIX",
+    "OpError",
+    "PieceWriter",
+    "Rules",
+    "archive",
+    "delete",
+    "discard_upload",
+    "entry",
+    "is_upload_temp",
+    "make_folder",
+    "move",
+    "read",
+    "upload_received",
+    "write_piece",
+]
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-class OpError(Exception):
-    """A refused or failed operation. ``kind``: "badpath" (400: absolute, '..', NUL, a name
-    too long), "outside" (403: leads out of the storage through a link), "missing" (404),
-    "exists" (409), "notempty" (409: a folder needs ``recursive``), "offset" (409: a piece
-    does not start at ``received``), "notdir" (409), "isdir" (400), "range" (400: more bytes
-    than the file's total), "full" (507: ENOSPC/EDQUOT), "readonly" (403: EROFS), "denied"
-    (403: EACCES/EPERM)."""
-
-    def __init__(self, kind: str, message: str, received: int = 0) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.received = received
-
-
-_ERRNO_KINDS = {
-    errno.ENOENT: "missing",
-    errno.EEXIST: "exists",
-    errno.ENOTEMPTY: "notempty",
-    errno.ENOTDIR: "notdir",
-    errno.EISDIR: "isdir",
-    errno.ENOSPC: "full",
-    errno.EDQUOT: "full",
-    errno.EROFS: "readonly",
-    errno.EACCES: "denied",
-    errno.EPERM: "denied",
-    errno.ENAMETOOLONG: "badpath",
-    errno.ELOOP: "outside",
-}
-
-
-def _os_error(error: OSError, rel: str) -> OpError:
-    kind = _ERRNO_KINDS.get(error.errno or 0)
-    words = {
-        "missing": f"no file or folder {rel!r}",
-        "exists": f"{rel!r} already exists",
-        "notempty": f"folder {rel!r} is not empty: delete it with recursive",
-        "notdir": f"a part of {rel!r} is a file, not a folder",
-        "isdir": f"{rel!r} is a folder",
-        "full": "the storage is full",
-        "readonly": "the storage is mounted read-only",
-        "denied": f"no permission for {rel!r}",
-        "badpath": f"path {rel!r} has a name that is too long",
-        "outside": f"path {rel!r} leads outside the storage (through a symbolic link)",
-    }
-    if kind is None:
-        return OpError("os", f"{rel!r}: {error.strerror or error}")
-    return OpError(kind, words[kind])
-
-
-def is_upload_temp(name: str) -> bool:
-    """Whether a file name is an upload's temporary file (listings hide them)."""
-    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX) and len(name) > 12
-
-
-def _inside(root: str, path: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _parts(rel: str, field: str = "path") -> list[str]:
-    if "\x00" in rel:
-        raise OpError("badpath", f"{field} {rel!r} contains a NUL byte")
-    if rel.startswith("/") or rel.startswith("\\"):
-        raise OpError("badpath", f"{field} {rel!r} must be relative to the storage root")
-    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise OpError("badpath", f"{field} {rel!r} must not contain '..'")
-    return parts
-
-
-def _real_root(root: str) -> str:
-    return os.path.realpath(root)
-
-
-def _parent(real_root: str, parts: list[str], rel: str, create: bool = False) -> str:
-    """The real path of the folder holding ``parts[-1]``, inside the root; with ``create``
-    missing folders are made one by one, each checked before the next."""
-    current = real_root
-    for name in parts[:-1]:
-        step = os.path.join(current, name)
-        if create and not os.path.lexists(step):
-            try:
-                os.mkdir(step)
-            except FileExistsError:
-                pass  # made meanwhile: checked below like any other
-            except OSError as error:
-                raise _os_error(error, rel) from None
-        real = os.path.realpath(step)
-        if not _inside(real_root, real):
-            raise OpError("outside", f"path {rel!r} leads outside the storage (through a link)")
-        if not os.path.exists(real):
-            raise OpError("missing", f"no folder {'/'.join(parts[:-1])!r} in the storage")
-        if not os.path.isdir(real):
-            raise OpError("notdir", f"{name!r} in {rel!r} is a file, not a folder")
-        current = real
-    return current
-
-
-def _final(real_root: str, parts: list[str], rel: str, create: bool = False) -> str:
-    """The path of ``rel`` itself (a link not followed) after checking that its folder
-    lies inside the root and that, if it is a link, it does not lead out."""
-    if not parts:
-        return real_root
-    full = os.path.join(_parent(real_root, parts, rel, create), parts[-1])
-    if os.path.islink(full) and not _inside(real_root, os.path.realpath(full)):
-        raise OpError("outside", f"path {rel!r} leads outside the storage (through a link)")
-    return full
-
-
-def _relpath(real_root: str, full: str) -> str:
-    rel = os.path.relpath(full, real_root)
-    return "" if rel == "." else rel
-
-
-def entry(root: str, full: str) -> dict[str, Any]:
-    """``{"name", "path", "dir", "size", "mtime"}`` of ``full`` (a path under ``root``; a
-    link inside the storage is described by what it points at)."""
-    real_root = _real_root(root)
-    st = os.stat(full)
+def _doc(name: str, parts: list[str], st: os.stat_result) -> dict[str, Any]:
     is_dir = stat.S_ISDIR(st.st_mode)
     return {
-        "name": os.path.basename(full.rstrip(os.sep)) or os.path.basename(real_root),
-        "path": _relpath(real_root, full),
+        "name": name,
+        "path": "/".join(parts),
         "dir": is_dir,
         "size": 0 if is_dir else st.st_size,
         "mtime": st.st_mtime,
     }
 
 
-def _temp_of(target: str) -> str:
-    folder, name = os.path.split(target)
-    return os.path.join(folder, TEMP_PREFIX + name + TEMP_SUFFIX)
+def _describe(tree: Tree, spot: Spot) -> dict[str, Any]:
+    """``{"name", "path", "dir", "size", "mtime"}`` of what a spot names (a link inside the
+    storage described by what it points at, one leading out by itself)."""
+    if spot.name is None:
+        return _doc(os.path.basename(tree.real), [], os.fstat(spot.fd))
+    st = tree.stat_shown(spot.fd, spot.name, spot.at)
+    if st is None:
+        st = os.stat(spot.name, dir_fd=spot.fd, follow_symlinks=False)
+    return _doc(spot.name, spot.parts, st)
 
 
-def _write_target(real_root: str, parts: list[str], rel: str, create: bool) -> str:
-    """Where an upload to ``rel`` ends: the path, or the file a link inside points at."""
+def entry(root: str, rel: str, rules: Rules | None = None) -> dict[str, Any]:
+    """:func:`_describe` of ``rel`` (a link not followed to find it)."""
+    with Tree(root, rules) as tree, tree.walk(path_parts(rel), rel, follow=False) as spot:
+        try:
+            return _describe(tree, spot)
+        except FileNotFoundError:
+            raise OpError("missing", f"no file or folder {rel!r}") from None
+
+
+# -- reads ---------------------------------------------------------------------------------
+
+
+def read(root: str, rel: str, rules: Rules | None = None) -> tuple[str, Any, os.stat_result]:
+    """What ``rel`` holds: ``("dir", entries, stat)`` for a folder (entries as
+    :func:`entry`, hidden, protected and upload temp files left out, links out left out),
+    ``("file", fd, stat)`` for a file, opened for reading (the caller closes ``fd``).
+    Anything else (a FIFO, a device) is "missing"."""
+    parts = path_parts(rel)
+    with Tree(root, rules) as tree, tree.walk(parts, rel) as spot:
+        tree.refuse_protected(spot.parts, rel)
+        if spot.name is None:
+            fd = os.dup(spot.fd)
+        else:
+            try:
+                fd = os.open(spot.name, READ_FLAGS, dir_fd=spot.fd)
+            except FileNotFoundError:
+                raise OpError("missing", f"no file or folder {rel!r}") from None
+            except OSError as error:
+                raise os_error(error, rel) from None
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                tree.guard(fd, rel)
+                entries = _listing(tree, fd, spot.parts)
+                os.close(fd)
+                return "dir", entries, st
+            if not stat.S_ISREG(st.st_mode):
+                raise OpError("missing", f"{rel!r} is no regular file")
+            os.set_blocking(fd, True)
+            return "file", fd, st
+        except BaseException:
+            quietly(os.close, fd)
+            raise
+
+
+def _listing(tree: Tree, fd: int, at: list[str]) -> list[dict[str, Any]]:
+    entries = []
+    for name in scan(fd):
+        st = tree.stat_shown(fd, name, at)
+        if st is not None:
+            entries.append(_doc(name, [*at, name], st))  # the link's name, not its target
+    return entries
+
+
+# -- uploads -------------------------------------------------------------------------------
+
+
+def _upload_spot(tree: Tree, parts: list[str], rel: str, create: bool) -> Spot:
+    """Where an upload to ``rel`` ends: its folder and name (a link inside followed)."""
     if not parts:
         raise OpError("isdir", "the storage's top folder is a folder, not a file")
     if is_upload_temp(parts[-1]):
         raise OpError("badpath", f"path {rel!r} is the name of an upload's temporary file")
-    full = _final(real_root, parts, rel, create)
-    if os.path.islink(full):
-        full = os.path.realpath(full)  # checked inside by _final
-    if os.path.isdir(full):
-        raise OpError("isdir", f"{rel!r} is a folder")
-    return full
+    spot = tree.walk(parts, rel, create=create)
+    try:
+        tree.refuse_protected(spot.parts, rel)
+        if spot.name is None:
+            raise OpError("isdir", "the storage's top folder is a folder, not a file")
+        try:
+            st = os.stat(spot.name, dir_fd=spot.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return spot
+        if stat.S_ISDIR(st.st_mode):
+            raise OpError("isdir", f"{rel!r} is a folder")
+        return spot
+    except BaseException:
+        spot.close()
+        raise
 
 
-def _file_mode(target: str) -> int:
+def _file_mode(spot: Spot) -> int:
     """A replaced file keeps its mode; a new one gets what the umask gives any new file."""
     try:
-        return stat.S_IMODE(os.stat(target).st_mode)
+        st = os.stat(spot.name or ".", dir_fd=spot.fd, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
     except OSError:
         pass
     umask = 0o022
@@ -195,33 +188,46 @@ def _file_mode(target: str) -> int:
     return 0o666 & ~umask
 
 
-def upload_received(root: str, rel: str) -> int:
-    """How many bytes of an upload to ``rel`` wait in its temporary file (0: none)."""
-    real_root = _real_root(root)
-    parts = _parts(rel)
+def _upload_under_way(tree: Tree, rel: str) -> Spot | None:
+    """Where an upload to ``rel`` would end, if its folder is there (None: it is not)."""
     try:
-        target = _write_target(real_root, parts, rel, create=False)
-        st = os.lstat(_temp_of(target))
+        return _upload_spot(tree, path_parts(rel), rel, create=False)
     except OpError as error:
         if error.kind in ("missing", "notdir"):
-            return 0
+            return None
         raise
-    except FileNotFoundError:
-        return 0
-    except OSError as error:
-        raise _os_error(error, rel) from None
+
+
+def upload_received(root: str, rel: str, rules: Rules | None = None) -> int:
+    """How many bytes of an upload to ``rel`` wait in its temporary file (0: none)."""
+    with Tree(root, rules) as tree:
+        spot = _upload_under_way(tree, rel)
+        if spot is None:
+            return 0
+        with spot:
+            try:
+                st = os.stat(temp_name(spot.name or ""), dir_fd=spot.fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return 0
+            except OSError as error:
+                raise os_error(error, rel) from None
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 def write_piece(
-    root: str, rel: str, offset: int, total: int, chunks: Iterable[bytes]
+    root: str,
+    rel: str,
+    offset: int,
+    total: int,
+    chunks: Iterable[bytes],
+    rules: Rules | None = None,
 ) -> dict[str, Any]:
     """Writes ``chunks`` at ``offset`` of the upload to ``rel`` (a file ``total`` bytes
     long) and, once all ``total`` bytes are there, moves it under its name. A piece must
     start at what was received ("offset" otherwise); offset 0 starts over. Bytes that
     arrived before the chunks ended early (a cut connection) stay for a resume.
     -> ``{"received", "total", "complete"}``."""
-    piece = PieceWriter(root, rel, offset, total)
+    piece = PieceWriter(root, rel, offset, total, rules)
     try:
         for chunk in chunks:
             piece.write(chunk)
@@ -233,42 +239,51 @@ def write_piece(
 class PieceWriter:
     """:func:`write_piece` a step at a time, for a caller that must not hold a thread
     while it waits for the next chunk (the Jupyter server): each step is short and
-    blocking. ``close()`` always; ``finish()`` after the last chunk."""
+    blocking. ``close()`` always; ``finish()`` after the last chunk. The temporary file
+    is opened in the folder walked to; ``finish`` walks there again (no descriptor is
+    kept between the steps) and moves it within that folder."""
 
-    def __init__(self, root: str, rel: str, offset: int, total: int) -> None:
+    def __init__(
+        self, root: str, rel: str, offset: int, total: int, rules: Rules | None = None
+    ) -> None:
         if offset < 0 or total < 0 or offset > total:
             raise OpError("range", f"offset {offset} does not lie in a file of {total} bytes")
-        self.rel, self.total, self.received = rel, total, offset
-        real_root = _real_root(root)
-        self.target = _write_target(real_root, _parts(rel), rel, create=True)
-        self.temp = _temp_of(self.target)
+        self.root, self.rel, self.rules = root, rel, rules
+        self.total, self.received = total, offset
+        self.parts = path_parts(rel)
         self.fd = -1
-        flags = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        try:
-            if offset == 0:
-                self.fd = os.open(self.temp, flags | os.O_CREAT | os.O_TRUNC, 0o600)
-            else:
-                self.fd = os.open(self.temp, flags)
-            st = os.fstat(self.fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise OpError("outside", f"the upload's temporary file for {rel!r} is not a file")
-            if st.st_size != offset:
+        flags = os.O_WRONLY | os.O_NOFOLLOW | _CLOEXEC
+        with Tree(root, rules) as tree, _upload_spot(tree, self.parts, rel, True) as spot:
+            temp = temp_name(spot.name or "")
+            try:
+                if offset == 0:
+                    self.fd = os.open(temp, flags | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=spot.fd)
+                else:
+                    self.fd = os.open(temp, flags, dir_fd=spot.fd)
+                st = os.fstat(self.fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise OpError(
+                        "outside", f"the upload's temporary file for {rel!r} is not a file"
+                    )
+                if st.st_size != offset:
+                    raise OpError(
+                        "offset",
+                        f"the piece starts at byte {offset} but {st.st_size} bytes of {rel!r} "
+                        "were received: send from there",
+                        st.st_size,
+                    )
+                os.lseek(self.fd, offset, os.SEEK_SET)
+            except FileNotFoundError:
+                if offset == 0:  # its folder went meanwhile
+                    raise OpError("missing", f"no folder for {rel!r}") from None
                 raise OpError(
-                    "offset",
-                    f"the piece starts at byte {offset} but {st.st_size} bytes of {rel!r} "
-                    "were received: send from there",
-                    st.st_size,
-                )
-            os.lseek(self.fd, offset, os.SEEK_SET)
-        except FileNotFoundError:
-            if offset == 0:  # its folder went meanwhile
-                raise OpError("missing", f"no folder for {rel!r}") from None
-            raise OpError("offset", f"no upload to {rel!r} is under way: start at 0", 0) from None
-        except BaseException as error:
-            self.close()
-            if isinstance(error, OSError):
-                raise _os_error(error, rel) from None
-            raise
+                    "offset", f"no upload to {rel!r} is under way: start at 0", 0
+                ) from None
+            except BaseException as error:
+                self.close()
+                if isinstance(error, OSError):
+                    raise os_error(error, rel) from None
+                raise
 
     def write(self, chunk: bytes) -> None:
         if self.received + len(chunk) > self.total:
@@ -292,13 +307,20 @@ class PieceWriter:
         complete = self.received == self.total
         if complete:
             try:
-                fd = os.open(self.temp, os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-                try:
-                    os.fsync(fd)
-                    os.fchmod(fd, _file_mode(self.target))
-                finally:
-                    os.close(fd)
-                os.replace(self.temp, self.target)
+                with Tree(self.root, self.rules) as tree:
+                    with _upload_spot(tree, self.parts, self.rel, False) as spot:
+                        temp = temp_name(spot.name or "")
+                        fd = os.open(temp, os.O_WRONLY | os.O_NOFOLLOW | _CLOEXEC, dir_fd=spot.fd)
+                        try:
+                            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                                raise OpError(
+                                    "outside", f"the upload to {self.rel!r} is not a file"
+                                )
+                            os.fsync(fd)
+                            os.fchmod(fd, _file_mode(spot))
+                        finally:
+                            os.close(fd)
+                        os.replace(temp, spot.name or "", src_dir_fd=spot.fd, dst_dir_fd=spot.fd)
             except OSError as error:
                 raise self._failed(error) from None
         return {"received": self.received, "total": self.total, "complete": complete}
@@ -306,263 +328,140 @@ class PieceWriter:
     def _failed(self, error: OSError) -> OpError:
         """A full volume keeps no part of the upload: it could not be finished anyway
         before something else is deleted, and its bytes take room others need."""
-        failed = _os_error(error, self.rel)
+        failed = os_error(error, self.rel)
         if failed.kind == "full":
             self.close()
-            _remove_quietly(self.temp)
+            try:
+                discard_upload(self.root, self.rel, self.rules)
+            except OpError:
+                pass
         return failed
 
 
-def _remove_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def make_folder(root: str, rel: str) -> dict[str, Any]:
-    """Creates folder ``rel`` and missing parents (an existing folder is fine; "exists"
-    when a file is there)."""
-    real_root = _real_root(root)
-    parts = _parts(rel)
-    full = _final(real_root, parts, rel, create=True)
-    try:
-        os.mkdir(full)
-    except FileExistsError:
-        if not os.path.isdir(full):
-            raise OpError("exists", f"a file {rel!r} is already there") from None
-    except OSError as error:
-        raise _os_error(error, rel) from None
-    return entry(real_root, full)
-
-
-def move(root: str, rel: str, to: str) -> dict[str, Any]:
-    """Renames or moves ``rel`` to ``to`` in the same storage (a link is moved as a link);
-    "exists" when something is at ``to``. Missing folders of ``to`` are made."""
-    real_root = _real_root(root)
-    parts, to_parts = _parts(rel), _parts(to, "to")
-    if not parts or not to_parts:
-        raise OpError("badpath", "the storage's top folder cannot be moved or replaced")
-    source = _final(real_root, parts, rel)
-    if not os.path.lexists(source):
-        raise OpError("missing", f"no file or folder {rel!r}")
-    if is_upload_temp(to_parts[-1]):
-        raise OpError("badpath", f"to {to!r} is the name of an upload's temporary file")
-    try:
-        if os.path.isdir(source) and not os.path.islink(source):
-            # A folder cannot go inside itself (checked before any folder of ``to`` is made).
-            inner = os.path.join(real_root, *to_parts)
-            if _inside(os.path.realpath(source), os.path.realpath(inner)):
-                raise OpError("badpath", f"cannot move folder {rel!r} into itself")
-        dest = _final(real_root, to_parts, to, create=True)
-        if os.path.lexists(dest):
-            raise OpError("exists", "something is already there")
-    except OpError as error:
-        # Said as about ``to``: callers name that field (messages starting "to ").
-        raise OpError(error.kind, f"to {to!r}: {error.message}") from None
-    try:
-        os.rename(source, dest)
-    except OSError as error:
-        if error.errno != errno.EXDEV:
-            raise _os_error(error, rel) from None
-        try:  # another file system mounted inside the storage
-            shutil.move(source, dest)
-        except OSError as again:
-            raise _os_error(again, rel) from None
-    return entry(real_root, dest)
-
-
-def delete(root: str, rel: str, recursive: bool) -> None:
-    """Deletes a file or a link (never what it points at), or a folder: an empty one, or
-    with all it holds when ``recursive`` ("notempty" otherwise)."""
-    real_root = _real_root(root)
-    parts = _parts(rel)
-    if not parts:
-        raise OpError("badpath", "the storage's top folder cannot be deleted")
-    full = _final(real_root, parts, rel)
-    try:
-        if not os.path.islink(full) and os.path.isdir(full):
-            if recursive:
-                shutil.rmtree(full)  # never follows links inside (fd-based on Linux)
-            else:
-                os.rmdir(full)
-        else:
-            os.unlink(full)
-    except OSError as error:
-        raise _os_error(error, rel) from None
-
-
-def discard_upload(root: str, rel: str) -> None:
+def discard_upload(root: str, rel: str, rules: Rules | None = None) -> None:
     """Deletes the bytes of an upload to ``rel`` under way (its temporary file), if any;
     the file under the name, if any, stays as it was."""
-    real_root = _real_root(root)
-    parts = _parts(rel)
-    try:
-        target = _write_target(real_root, parts, rel, create=False)
-    except OpError as error:
-        if error.kind in ("missing", "notdir"):
+    with Tree(root, rules) as tree:
+        spot = _upload_under_way(tree, rel)
+        if spot is None:
             return
+        with spot:
+            quietly(os.unlink, temp_name(spot.name or ""), dir_fd=spot.fd)
+
+
+# -- folders, moves, deletes ---------------------------------------------------------------
+
+
+def make_folder(root: str, rel: str, rules: Rules | None = None) -> dict[str, Any]:
+    """Creates folder ``rel`` and missing parents (an existing folder is fine; "exists"
+    when a file is there)."""
+    parts = path_parts(rel)
+    with Tree(root, rules) as tree, tree.walk(parts, rel, create=True) as spot:
+        tree.refuse_protected(spot.parts, rel)
+        if spot.name is not None:
+            try:
+                os.mkdir(spot.name, dir_fd=spot.fd)
+            except FileExistsError:
+                st = os.stat(spot.name, dir_fd=spot.fd, follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise OpError("exists", f"a file {rel!r} is already there") from None
+            except OSError as error:
+                raise os_error(error, rel) from None
+        return _describe(tree, spot)
+
+
+def _final(tree: Tree, spot: Spot, rel: str) -> os.stat_result:
+    """What a path to move or delete is (a link itself), refused when it is a link
+    leading out of the storage (or to a path that is not served)."""
+    try:
+        st = os.stat(spot.name or ".", dir_fd=spot.fd, follow_symlinks=False)
+    except FileNotFoundError:
+        raise OpError("missing", f"no file or folder {rel!r}") from None
+    except OSError as error:
+        raise os_error(error, rel) from None
+    if stat.S_ISLNK(st.st_mode):
+        tree.walk(spot.parts, rel).close()
+    return st
+
+
+def move(root: str, rel: str, to: str, rules: Rules | None = None) -> dict[str, Any]:
+    """Renames or moves ``rel`` to ``to`` in the same storage (a link is moved as a link);
+    "exists" when something is at ``to``. Missing folders of ``to`` are made. Across file
+    systems (one mounted inside the storage) it is copied, links as links, then deleted."""
+    parts, to_parts = path_parts(rel), path_parts(to, "to")
+    if not parts or not to_parts:
+        raise OpError("badpath", "the storage's top folder cannot be moved or replaced")
+    with Tree(root, rules) as tree, tree.walk(parts, rel, follow=False) as source:
+        tree.refuse_protected(source.parts, rel, whole=True)
+        st = _final(tree, source, rel)
+        if is_upload_temp(to_parts[-1]):
+            raise OpError("badpath", f"to {to!r} is the name of an upload's temporary file")
+        # A folder cannot go inside itself (checked before any folder of ``to`` is made).
+        avoid = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+        try:
+            dest = tree.walk(to_parts, to, follow=False, create=True, avoid=avoid)
+            try:
+                tree.refuse_protected(dest.parts, to, whole=True)
+                try:
+                    there = os.stat(dest.name or ".", dir_fd=dest.fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    there = None
+                if there is not None:
+                    if stat.S_ISLNK(there.st_mode):
+                        tree.walk(dest.parts, to).close()  # a link out is refused as such
+                    raise OpError("exists", "something is already there")
+            except BaseException:
+                dest.close()
+                raise
+        except OpError as error:
+            # Said as about ``to``: callers name that field (messages starting "to ").
+            raise OpError(error.kind, f"to {to!r}: {error.message}") from None
+        with dest:
+            src_name, dst_name = source.name or "", dest.name or ""
+            try:
+                os.rename(src_name, dst_name, src_dir_fd=source.fd, dst_dir_fd=dest.fd)
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    raise os_error(error, rel) from None
+                _move_across(tree, source, dest, rel)
+            return _describe(tree, dest)
+
+
+def _move_across(tree: Tree, source: Spot, dest: Spot, rel: str) -> None:
+    src_name, dst_name = source.name or "", dest.name or ""
+    try:
+        copy_tree(tree, source.fd, src_name, dest.fd, dst_name, rel)
+    except BaseException as error:
+        try:  # no half copy left
+            remove_any(tree, dest.fd, dst_name, rel)
+        except (OSError, OpError):
+            pass
+        if isinstance(error, OSError):
+            raise os_error(error, rel) from None
         raise
-    _remove_quietly(_temp_of(target))
+    try:
+        remove_any(tree, source.fd, src_name, rel)
+    except OSError as error:
+        raise os_error(error, rel) from None
 
 
-class _Sink:
-    """A file-like writer that cannot seek: what an archive writes is collected here and
-    handed out in blocks as it is made."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.size = 0
-        self.position = 0
-
-    def write(self, data: bytes) -> int:
-        data = bytes(data)  # zipfile and gzip may hand over a view of a buffer they reuse
-        self.parts.append(data)
-        self.size += len(data)
-        self.position += len(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self.position
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def take(self) -> bytes:
-        data = b"".join(self.parts)
-        self.parts, self.size = [], 0
-        return data
-
-
-def _walk(real_root: str, folder: str) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(path, name in the archive, stat) of everything under ``folder``: links leading out
-    skipped, links to files inside followed, links to folders inside skipped (they could
-    loop), upload temp files skipped. Folders come before what they hold."""
-    for current, dirs, files in os.walk(folder, followlinks=False):
-        kept = []
-        for name in sorted(dirs):
-            path = os.path.join(current, name)
-            if os.path.islink(path):
-                continue
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue  # gone meanwhile
-            kept.append(name)
-            yield path, os.path.relpath(path, folder), st
-        dirs[:] = kept
-        for name in sorted(files):
-            if is_upload_temp(name):
-                continue
-            path = os.path.join(current, name)
-            if os.path.islink(path):
-                real = os.path.realpath(path)
-                if not _inside(real_root, real) or not os.path.isfile(real):
-                    continue
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue  # gone meanwhile, or a dangling link
-            if stat.S_ISREG(st.st_mode):
-                yield path, os.path.relpath(path, folder), st
-
-
-def _file_blocks(path: str) -> Iterator[bytes]:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as f:
-        while True:
-            data = f.read(BLOCK)
-            if not data:
-                return
-            yield data
-
-
-def archive(root: str, rel: str, fmt: str) -> Iterator[bytes]:
-    """Folder ``rel`` as a ``zip`` or ``tar.gz`` archive, made while it is read: its
-    entries are named relative to the folder. Links leading out of the storage are left
-    out. The folder is checked before the first block is asked for."""
-    if fmt not in ARCHIVES:
-        raise OpError("badpath", f"archive format {fmt!r} is not one of {', '.join(ARCHIVES)}")
-    real_root = _real_root(root)
-    parts = _parts(rel)
-    full = _final(real_root, parts, rel)
-    folder = os.path.realpath(full)
-    if not os.path.exists(folder):
-        raise OpError("missing", f"no folder {rel!r}")
-    if not os.path.isdir(folder):
-        raise OpError("notdir", f"{rel!r} is a file, not a folder")
-    make = _zip_blocks if fmt == "zip" else _tar_blocks
-    return make(real_root, folder)
-
-
-def _zip_blocks(real_root: str, folder: str) -> Iterator[bytes]:
-    import zipfile  # here: a server that never archives does not hold it
-
-    sink = _Sink()
-    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        for path, name, st in _walk(real_root, folder):
+def delete(root: str, rel: str, recursive: bool, rules: Rules | None = None) -> None:
+    """Deletes a file or a link (never what it points at), or a folder: an empty one, or
+    with all it holds when ``recursive`` ("notempty" otherwise)."""
+    parts = path_parts(rel)
+    if not parts:
+        raise OpError("badpath", "the storage's top folder cannot be deleted")
+    with Tree(root, rules) as tree, tree.walk(parts, rel, follow=False) as spot:
+        tree.refuse_protected(spot.parts, rel, whole=True)
+        st = _final(tree, spot, rel)
+        name = spot.name or ""
+        try:
             if stat.S_ISDIR(st.st_mode):
-                info = zipfile.ZipInfo.from_file(path, name, strict_timestamps=False)
-                zf.writestr(info, b"")
+                if recursive:
+                    remove_tree(tree, spot.fd, name, rel)
+                else:
+                    os.rmdir(name, dir_fd=spot.fd)
             else:
-                info = zipfile.ZipInfo.from_file(path, name, strict_timestamps=False)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                big = st.st_size >= ZIP64_FROM
-                with zf.open(info, "w", force_zip64=big) as out:
-                    for data in _file_blocks(path):
-                        out.write(data)
-                        if sink.size >= BLOCK:
-                            yield sink.take()
-            if sink.size >= BLOCK:
-                yield sink.take()
-    yield sink.take()
-
-
-def _tar_blocks(real_root: str, folder: str) -> Iterator[bytes]:
-    import tarfile  # here: a server that never archives does not hold it
-
-    # The tar stream is written here, not by tarfile.addfile, which copies a whole file
-    # before it returns: blocks go out while a big file is read.
-    sink = _Sink()
-    packed = gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=6)
-    written = 0
-    for path, name, st in _walk(real_root, folder):
-        info = tarfile.TarInfo(name)
-        info.mtime = int(st.st_mtime)
-        info.mode = stat.S_IMODE(st.st_mode)
-        if stat.S_ISDIR(st.st_mode):
-            info.type = tarfile.DIRTYPE
-            header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
-            packed.write(header)
-            written += len(header)
-        else:
-            info.size = st.st_size
-            header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
-            packed.write(header)
-            written += len(header)
-            left = st.st_size  # exactly what the header says: a file that grew is cut
-            for data in _file_blocks(path):
-                data = data[:left]
-                packed.write(data)
-                left -= len(data)
-                written += len(data)
-                if sink.size >= BLOCK:
-                    yield sink.take()
-                if not left:
-                    break
-            if left:  # it shrank while read
-                packed.write(b"\0" * left)
-                written += left
-            padding = -st.st_size % tarfile.BLOCKSIZE
-            packed.write(b"\0" * padding)
-            written += padding
-        if sink.size >= BLOCK:
-            yield sink.take()
-    end = 2 * tarfile.BLOCKSIZE
-    end += -(written + end) % tarfile.RECORDSIZE
-    packed.write(b"\0" * end)
-    packed.close()
-    yield sink.take()
+                os.unlink(name, dir_fd=spot.fd)
+        except OSError as error:
+            raise os_error(error, rel) from None

@@ -67,7 +67,7 @@ def raise_op_error(storage: str, kind: str, message: str, received: int = 0) -> 
         )
     elif kind == "readonly":
         error = Forbidden(f"storage {storage} is read-only", [FieldError(field, message)])
-    elif kind in ("outside", "denied"):
+    elif kind in ("outside", "denied", "hidden", "protected"):
         error = Forbidden(said, [FieldError(field, message)])
     elif kind == "missing":
         error = NotFound(said, [FieldError(field, message)])
@@ -117,12 +117,19 @@ class FolderWrites:
     thread pool a short step at a time: an upload holds no thread while it waits for the
     network."""
 
-    def __init__(self, storage: str, root: str) -> None:
+    def __init__(self, storage: str, root: str, rules: storage_ops.Rules | None = None) -> None:
         self.storage = storage
         self.root = root
+        self.rules = rules or storage_ops.Rules()
 
     @classmethod
-    def configured(cls, storages: dict[str, Any], name: str, write: bool) -> FolderWrites:
+    def configured(
+        cls,
+        storages: dict[str, Any],
+        name: str,
+        write: bool,
+        rules: storage_ops.Rules | None = None,
+    ) -> FolderWrites:
         """Storage ``name`` of a ``storages_config`` (``{name: {"path", "readOnly"}}``);
         ``write``: refuse a read-only one."""
         conf = storages.get(name)
@@ -132,7 +139,7 @@ class FolderWrites:
             raise Forbidden(
                 f"storage {name} is read-only", [FieldError("storage", f"{name} is read-only")]
             )
-        return cls(name, os.path.expanduser(str(conf["path"])))
+        return cls(name, os.path.expanduser(str(conf["path"])), rules)
 
     async def write(self, path: str, piece: UploadPiece) -> UploadState:
         if piece.offset < 0 or piece.size < 0 or piece.offset + piece.size > piece.total:
@@ -143,7 +150,13 @@ class FolderWrites:
         name = self.storage
         async with self._one_writer(path, wait=BUSY_SECONDS):
             writer = await in_thread(
-                name, storage_ops.PieceWriter, self.root, path, piece.offset, piece.total
+                name,
+                storage_ops.PieceWriter,
+                self.root,
+                path,
+                piece.offset,
+                piece.total,
+                self.rules,
             )
             try:
                 async for chunk in piece.chunks:
@@ -159,7 +172,9 @@ class FolderWrites:
         with contextlib.suppress(Conflict):
             async with self._one_writer(path, wait=BUSY_SECONDS):
                 pass
-        received = await in_thread(self.storage, storage_ops.upload_received, self.root, path)
+        received = await in_thread(
+            self.storage, storage_ops.upload_received, self.root, path, self.rules
+        )
         return UploadState(storage=self.storage, path=_clean(path), received=received)
 
     @contextlib.asynccontextmanager
@@ -187,19 +202,25 @@ class FolderWrites:
                 del _WRITING[key]
 
     async def make_folder(self, path: str) -> StorageEntry:
-        return entry_model(await in_thread(self.storage, storage_ops.make_folder, self.root, path))
+        return entry_model(
+            await in_thread(self.storage, storage_ops.make_folder, self.root, path, self.rules)
+        )
 
     async def move(self, path: str, to: str) -> StorageEntry:
-        return entry_model(await in_thread(self.storage, storage_ops.move, self.root, path, to))
+        return entry_model(
+            await in_thread(self.storage, storage_ops.move, self.root, path, to, self.rules)
+        )
 
     async def delete(self, path: str, recursive: bool, upload: bool = False) -> None:
         if upload:
-            await in_thread(self.storage, storage_ops.discard_upload, self.root, path)
+            await in_thread(self.storage, storage_ops.discard_upload, self.root, path, self.rules)
             return
-        await in_thread(self.storage, storage_ops.delete, self.root, path, recursive)
+        await in_thread(self.storage, storage_ops.delete, self.root, path, recursive, self.rules)
 
     async def archive(self, path: str, fmt: str) -> FileContent:
-        blocks = await in_thread(self.storage, storage_ops.archive, self.root, path, fmt)
+        blocks = await in_thread(
+            self.storage, storage_ops.archive, self.root, path, fmt, self.rules
+        )
         name = _clean(path).rsplit("/", 1)[-1] or self.storage
         return FileContent(name=f"{name}.{fmt}", size=None, chunks=_blocks(self.storage, blocks))
 

@@ -27,7 +27,14 @@ class PAIExtension(ExtensionApp):
             # The server is the user's own: its collector is tuned for the job caches.
             gc.set_threshold(*pai_config.gc_thresholds[:3])
         root = getattr(self.serverapp, "root_dir", None) or "."
-        self.settings["jupyter_pai"] = PAIContext(pai_config, working_dir=root)
+        contents = getattr(self.serverapp, "contents_manager", None)
+        runtime = getattr(self.serverapp, "runtime_dir", None)
+        self.settings["jupyter_pai"] = PAIContext(
+            pai_config,
+            working_dir=root,
+            allow_hidden=bool(getattr(contents, "allow_hidden", False)),
+            private_folders={runtime: "the Jupyter server's runtime directory"} if runtime else {},
+        )
         self.log.info("jupyter-pai %s: backend %s", __version__, pai_config.backend)
 
     def initialize_handlers(self) -> None:

@@ -14,9 +14,22 @@ from .portlinks import PortLinks
 
 
 class PAIContext:
-    def __init__(self, config: PAIConfig, working_dir: str, log: object = None) -> None:
+    def __init__(
+        self,
+        config: PAIConfig,
+        working_dir: str,
+        log: object = None,
+        *,
+        allow_hidden: bool = False,
+        private_folders: dict[str, str] | None = None,
+    ) -> None:
+        """``allow_hidden``: the server's ``ContentsManager.allow_hidden``, which storages
+        follow; ``private_folders``: the server's own folders no storage serves (its
+        runtime directory), ``{path: what it is}``."""
         self.config = config
         self.working_dir = working_dir
+        self.allow_hidden = allow_hidden
+        self.private_folders = dict(private_folders or {})
         self._backend: Backend | None = None
         self._lock = asyncio.Lock()
         self._check: asyncio.Task[None] | None = None
@@ -40,6 +53,12 @@ class PAIContext:
                     # A server's log follows are read by a process of their own.
                     relay = "log_relay" in self.config.backend_type().class_trait_names()
                     backend = self.config.make_backend(**({"log_relay": True} if relay else {}))
+                    # Storages show what Jupyter's own file browser shows, never its files.
+                    backend.storage_allow_hidden = self.allow_hidden
+                    backend.storage_never_served = {
+                        **backend.storage_never_served,
+                        **self.private_folders,
+                    }
                     await backend.start()
                     self._backend = backend
                     # What the user lacks on the cluster, in the server's log at once (in

@@ -333,6 +333,38 @@ async def test_helper_pod_lists_reads_and_refuses_traversal(
     assert helper_pods(kube_cluster) == [], "a helper pod outlived the backend"
 
 
+async def test_helper_pod_serves_hidden_files_only_when_allowed(
+    kube_cluster: TestCluster, volume: Volume
+) -> None:
+    """Hidden names follow ``storage_allow_hidden`` (the server's
+    ``ContentsManager.allow_hidden``), which the pod learns from each request."""
+    (volume.root / ".hidden.txt").write_text("hidden\n")
+    (volume.root / "sub" / ".git").mkdir()
+    (volume.root / "sub" / ".git" / "config").write_text("config\n")
+    b = await started(kube_cluster, volume.claim)
+    try:
+        listing = await b.read_storage(volume.claim, "")
+        assert isinstance(listing, StorageListing)
+        assert [e.name for e in listing.entries] == ["inside", "sub", "top.bin"]
+        for path in (".hidden.txt", "sub/.git/config", "inside/.git", ".nothing"):
+            with pytest.raises(Forbidden) as refused:
+                await b.read_storage(volume.claim, path)
+            assert "hidden" in refused.value.message, path
+        archive = await b.archive_storage(volume.claim, "sub", "zip")
+        assert b"config" not in await read_all(archive.chunks)
+
+        b.storage_allow_hidden = True
+        listing = await b.read_storage(volume.claim, "")
+        assert isinstance(listing, StorageListing)
+        assert [e.name for e in listing.entries] == [".hidden.txt", "inside", "sub", "top.bin"]
+        content = await b.read_storage(volume.claim, "sub/.git/config")
+        assert not isinstance(content, StorageListing)
+        assert await read_all(content.chunks) == b"config\n"
+        assert len(helper_pods(kube_cluster)) == 1  # the same pod, told per request
+    finally:
+        await b.close()
+
+
 async def test_idle_helper_pod_goes_away(kube_cluster: TestCluster, volume: Volume) -> None:
     b = await started(kube_cluster, volume.claim, storage_helper_idle=1.0)
     try:

@@ -22,6 +22,7 @@ from jupyter_server.utils import url_path_join
 
 from jupyter_pai.backends.storage_ops import is_upload_temp
 from jupyter_pai.server.routes import PREFIX
+from tests.folders import snapshot
 
 from .pai import PAIClient
 from .test_hostile_requests import _cookie, _login
@@ -66,14 +67,6 @@ def outside(tmp_path: Path) -> Path:
     secret.mkdir()
     (secret / "private.txt").write_text("not for you")
     return secret
-
-
-def snapshot(folder: Path) -> dict[str, bytes | None]:
-    found: dict[str, bytes | None] = {}
-    for path in sorted(folder.rglob("*")):
-        rel = str(path.relative_to(folder))
-        found[rel] = path.read_bytes() if path.is_file() and not path.is_symlink() else None
-    return found
 
 
 class Raw:

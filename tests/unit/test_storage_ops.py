@@ -17,6 +17,7 @@ import pytest
 
 from jupyter_pai.backends import storage_ops as ops
 from jupyter_pai.backends.storage_ops import OpError
+from tests.folders import snapshot
 
 
 @pytest.fixture
@@ -40,15 +41,6 @@ def kind_of(call: Callable[[], Any]) -> str:
         call()
     assert caught.value.message
     return caught.value.kind
-
-
-def snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every path under ``folder`` (links not followed): a file's bytes, None for the rest."""
-    found: dict[str, bytes | None] = {}
-    for path in sorted(folder.rglob("*")):
-        rel = str(path.relative_to(folder))
-        found[rel] = path.read_bytes() if path.is_file() and not path.is_symlink() else None
-    return found
 
 
 def test_a_whole_file_is_written_under_its_name_with_parents_made(root: Path) -> None:
@@ -202,6 +194,7 @@ def test_a_link_planted_to_the_outside_is_refused_by_every_write_and_archive(
         "move out": lambda: ops.move(r, "mine.txt", "escape/mine.txt"),
         "move in": lambda: ops.move(r, "escape/secret.txt", "stolen.txt"),
         "move link": lambda: ops.move(r, "leak.txt", "renamed.txt"),
+        "move onto link": lambda: ops.move(r, "mine.txt", "escape"),
         "delete inside": lambda: ops.delete(r, "escape/secret.txt", recursive=False),
         "delete tree": lambda: ops.delete(r, "escape/sub", recursive=True),
         "delete link": lambda: ops.delete(r, "escape", recursive=True),
@@ -263,9 +256,41 @@ def test_archives_hold_the_folder_and_skip_links_leading_out(
 
 def test_entries_and_temp_names(root: Path) -> None:
     (root / "f.txt").write_text("abc")
-    doc = ops.entry(str(root), str(root / "f.txt"))
+    doc = ops.entry(str(root), "f.txt")
     assert doc["name"] == "f.txt" and doc["path"] == "f.txt" and doc["size"] == 3
     assert doc["dir"] is False and doc["mtime"] > 0
     assert ops.is_upload_temp(".f.txt.pai-upload")
     assert not ops.is_upload_temp("f.txt.pai-upload") and not ops.is_upload_temp(".pai-upload")
     assert not ops.is_upload_temp(".bashrc")
+
+
+def test_a_protected_folder_is_never_served_nor_moved_with_what_holds_it(root: Path) -> None:
+    """The state directory inside a storage, under a name that is not hidden: refused even
+    where hidden files are served, left out of listings and archives, and neither it nor a
+    folder holding it is deleted or moved."""
+    (root / "work" / "state" / "jobs").mkdir(parents=True)
+    (root / "work" / "state" / "jobs" / "spec.json").write_text("job-secret")
+    (root / "work" / "mine.txt").write_text("mine")
+    rules = ops.Rules(hidden=True, protected={str(root / "work" / "state"): "the state"})
+    r = str(root)
+    calls: dict[str, Callable[[], Any]] = {
+        "read": lambda: ops.read(r, "work/state/jobs/spec.json", rules),
+        "list": lambda: ops.read(r, "work/state", rules),
+        "archive": lambda: ops.archive(r, "work/state", "zip", rules),
+        "write": lambda: ops.write_piece(r, "work/state/jobs/new.json", 0, 1, [b"x"], rules),
+        "mkdir": lambda: ops.make_folder(r, "work/state/x", rules),
+        "delete": lambda: ops.delete(r, "work/state", True, rules),
+        "delete holder": lambda: ops.delete(r, "work", True, rules),
+        "move": lambda: ops.move(r, "work/state", "elsewhere", rules),
+        "move holder": lambda: ops.move(r, "work", "elsewhere", rules),
+        "move into": lambda: ops.move(r, "work/mine.txt", "work/state/mine.txt", rules),
+    }
+    assert {what: kind_of(call) for what, call in calls.items()} == dict.fromkeys(
+        calls, "protected"
+    )
+    kind, entries, _ = ops.read(r, "work", rules)
+    assert kind == "dir" and [e["name"] for e in entries] == ["mine.txt"]
+    data = b"".join(ops.archive(r, "", "zip", rules))
+    assert b"job-secret" not in data
+    assert zipfile.ZipFile(io.BytesIO(data)).namelist() == ["work/", "work/mine.txt"]
+    assert (root / "work" / "state" / "jobs" / "spec.json").read_text() == "job-secret"

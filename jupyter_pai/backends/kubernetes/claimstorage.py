@@ -3,11 +3,13 @@ and written through a local mapping or the storage helper pod (:mod:`.storage_ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import NotFound
 from ..base import FileContent, UploadPiece
 from ..models import Storage, StorageEntry, StorageListing, UploadState
+from ..storage_walk import Rules
 from .storage import HelperPods
 from .storage_calls import StorageCalls
 from .watch import WatchCache
@@ -22,6 +24,7 @@ class ClaimStorage:
     cache: WatchCache
     helpers: HelperPods | None
     storage_local_paths: dict[str, str]
+    storage_rules: Callable[[], Rules]
 
     async def storages(self) -> list[Storage]:
         self.cache.check()
@@ -50,7 +53,9 @@ class ClaimStorage:
             raise NotFound(f"no storage {name!r}")
         assert self.helpers is not None
         local = self.storage_local_paths.get(name)
-        calls = StorageCalls(self.helpers, Path(str(local)) if local else None)
+        calls = StorageCalls(
+            self.helpers, Path(str(local)) if local else None, self.storage_rules()
+        )
         return calls, ((claim.get("spec") or {}).get("accessModes") or []) == ["ReadOnlyMany"]
 
     async def read_storage(self, name: str, path_: str) -> StorageListing | FileContent:

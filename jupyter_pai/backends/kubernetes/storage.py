@@ -52,17 +52,30 @@ MOUNT = "/storage"
 PORT = 8470
 
 _FUTURE = "from __future__ import annotations\n"
-_IMPORT = re.compile(r"^from jupyter_pai\.backends\.storage_ops import \(.*?^\)\n", re.S | re.M)
+#: The modules the pod runs, in order, each with how many imports of the others it has
+#: (parenthesized and marked ``# SHIPPED``): those are taken out, the names being defined
+#: above in the one script.
+_SHIPPED = (
+    ("storage_walk.py", 0),
+    ("storage_archive.py", 1),
+    ("storage_ops.py", 2),
+    ("kubernetes/storage_server.py", 1),
+)
+_IMPORT = re.compile(r"^from [\w.]+ import \(  # SHIPPED\b.*?^\)\n", re.S | re.M)
 
 
 def shipped_server() -> str:
-    """The pod's server as one script (the helper image needs only python3):
-    :mod:`..storage_ops`' source, then the server's without its import of it."""
-    ops = (Path(__file__).parents[1] / "storage_ops.py").read_text()
-    server, found = _IMPORT.subn("", (Path(__file__).parent / "storage_server.py").read_text())
-    if found != 1:
-        raise RuntimeError("storage_server.py: its storage_ops import is not where expected")
-    return _FUTURE + (ops + "\n\n" + server).replace(_FUTURE, "")
+    """The pod's server as one script (the helper image needs only python3): the source
+    of :mod:`..storage_walk`, :mod:`..storage_archive` and :mod:`..storage_ops`, then the
+    server's, without their imports of one another."""
+    backends = Path(__file__).parents[1]
+    sources = []
+    for name, imports in _SHIPPED:
+        text, found = _IMPORT.subn("", (backends / name).read_text())
+        if found != imports:
+            raise RuntimeError(f"{name}: {found} shipped imports where {imports} are expected")
+        sources.append(text)
+    return _FUTURE + "\n\n".join(sources).replace(_FUTURE, "")
 
 
 @dataclass
@@ -138,6 +151,7 @@ class HelperPods:
             spec["nodeSelector"] = dict(self.options.node_selector)
         if self.options.tolerations:
             spec["tolerations"] = list(self.options.tolerations)
+        self.options.security.apply(spec)
         return {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -279,12 +293,13 @@ class HelperPods:
     # -- requests ----------------------------------------------------------------------------
 
     async def read(
-        self, claim: str, path_: str, read_only: bool = True
+        self, claim: str, path_: str, read_only: bool = True, hidden: bool = False
     ) -> StorageListing | FileContent:
         """A listing of folder ``path_`` or file ``path_`` streamed (its chunks come as
-        the pod sends them)."""
+        the pod sends them); ``hidden``: hidden files are served."""
         rel = str(clean_relative(path_))
-        answer = await self.request(claim, read_only, "GET", {"path": rel})
+        query = {"path": rel, **({"hidden": "1"} if hidden else {})}
+        answer = await self.request(claim, read_only, "GET", query)
         if answer.status == 200 and "json" not in answer.headers.get("content-type", ""):
             mtime = answer.headers.get("x-mtime")
             return FileContent(

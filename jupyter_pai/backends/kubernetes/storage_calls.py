@@ -1,7 +1,9 @@
 """A storage's reads and writes through its helper pod (:mod:`.storage`): one request each,
 the pod's answers turned into models, its errors (``storage_ops.OpError`` kinds) into the
 same core errors the local backend raises. Paths are checked here before any pod is asked
-(and again in the pod); a read-only storage refuses every write before any pod is asked."""
+(and again in the pod); a read-only storage refuses every write before any pod is asked.
+The pod learns whether hidden files are served from each request (``hidden=1``); the
+protected folders are folders of this machine, so only a local mapping checks them."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from .. import storage_fs
 from ..base import FileContent, UploadPiece
 from ..models import StorageEntry, StorageListing, UploadState
 from ..storage_fs import clean_relative
+from ..storage_ops import Rules
 from ..storage_writes import FolderWrites, entry_model
 from .storage import HelperPods, answer_doc
 
@@ -40,18 +43,27 @@ class StorageCalls:
     """:class:`..base.Backend`'s storage methods for one claim: through its helper pod,
     or where this server mounts the claim (``local``), on that folder."""
 
-    def __init__(self, helpers: HelperPods, local: Path | None = None) -> None:
+    def __init__(
+        self, helpers: HelperPods, local: Path | None = None, rules: Rules | None = None
+    ) -> None:
         self.helpers = helpers
         self.local = local
+        self.rules = rules or Rules()
 
     def _folder(self, storage: str) -> FolderWrites | None:
-        return FolderWrites(storage, str(self.local)) if self.local is not None else None
+        if self.local is None:
+            return None
+        return FolderWrites(storage, str(self.local), self.rules)
+
+    def _ask(self, query: dict[str, str]) -> dict[str, str]:
+        """A request's query, with what the pod must know of the rules."""
+        return {**query, "hidden": "1"} if self.rules.hidden else query
 
     async def read(self, storage: str, path: str, read_only: bool) -> StorageListing | FileContent:
         _rel(path)  # traversal refused before anything runs
         if self.local is not None:
-            return await storage_fs.read_path(storage, self.local, path)
-        return await self.helpers.read(storage, path, read_only)
+            return await storage_fs.read_path(storage, self.local, path, self.rules)
+        return await self.helpers.read(storage, path, read_only, hidden=self.rules.hidden)
 
     async def write(
         self, storage: str, path: str, piece: UploadPiece, read_only: bool
@@ -65,7 +77,7 @@ class StorageCalls:
             )
         if folder := self._folder(storage):
             return await folder.write(path, piece)
-        query = {"path": rel, "offset": str(piece.offset), "total": str(piece.total)}
+        query = self._ask({"path": rel, "offset": str(piece.offset), "total": str(piece.total)})
         try:
             answer = await self.helpers.request(
                 storage, False, "PUT", query, piece.chunks, piece.size
@@ -86,7 +98,8 @@ class StorageCalls:
         rel = _rel(path)
         if folder := self._folder(storage):
             return await folder.upload_state(path)
-        answer = await self.helpers.request(storage, False, "GET", {"path": rel, "upload": "1"})
+        query = self._ask({"path": rel, "upload": "1"})
+        answer = await self.helpers.request(storage, False, "GET", query)
         doc = await answer_doc(storage, answer)
         return UploadState(storage=storage, path=rel, received=doc["received"])
 
@@ -94,7 +107,7 @@ class StorageCalls:
         refuse_read_only(storage, read_only)
         if folder := self._folder(storage):
             return await folder.make_folder(_rel(path))
-        answer = await self.helpers.request(storage, False, "POST", {"path": _rel(path)})
+        answer = await self.helpers.request(storage, False, "POST", self._ask({"path": _rel(path)}))
         return entry_model(await answer_doc(storage, answer))
 
     async def move(self, storage: str, path: str, to: str, read_only: bool) -> StorageEntry:
@@ -102,9 +115,8 @@ class StorageCalls:
         query = {"path": _rel(path), "to": _rel(to, "to")}
         if folder := self._folder(storage):
             return await folder.move(query["path"], query["to"])
-        return entry_model(
-            await answer_doc(storage, await self.helpers.request(storage, False, "PATCH", query))
-        )
+        answer = await self.helpers.request(storage, False, "PATCH", self._ask(query))
+        return entry_model(await answer_doc(storage, answer))
 
     async def delete(
         self, storage: str, path: str, recursive: bool, read_only: bool, upload: bool = False
@@ -115,7 +127,8 @@ class StorageCalls:
             query["upload"] = "1"
         if folder := self._folder(storage):
             return await folder.delete(query["path"], recursive, upload)
-        await answer_doc(storage, await self.helpers.request(storage, False, "DELETE", query))
+        answer = await self.helpers.request(storage, False, "DELETE", self._ask(query))
+        await answer_doc(storage, answer)
 
     async def archive(self, storage: str, path: str, fmt: str, read_only: bool) -> FileContent:
         if fmt not in ARCHIVES:
@@ -127,7 +140,7 @@ class StorageCalls:
         if folder := self._folder(storage):
             return await folder.archive(rel, fmt)
         answer = await self.helpers.request(
-            storage, read_only, "GET", {"path": rel, "archive": fmt}
+            storage, read_only, "GET", self._ask({"path": rel, "archive": fmt})
         )
         if answer.status != 200:
             await answer_doc(storage, answer)

@@ -1,7 +1,8 @@
 """The storage helper pod's server (:mod:`.storage`): listings, files, uploads and the other
 writes of the mounted claim, over HTTP, to requests carrying the pod's token. Shipped as
 source in the pod's command together with :mod:`..storage_ops` (whose import below the
-shipper replaces by its source), so both import only the standard library (any image with
+shipper replaces by its source, and that of :mod:`..storage_walk` and
+:mod:`..storage_archive`), so all import only the standard library (any image with
 python3 >= 3.8 runs it).
 
 argv: root, port, seconds without a request after which it exits; env: PAI_HELPER_TOKEN.
@@ -10,6 +11,10 @@ namespace): 127.0.0.1, or where the pod has no namespace of its own (the test cl
 runner) the address ``JUPYTER_PAI_POD_LOOPBACK`` gives it, never a shared 127.0.0.1. The
 owner deletes an idle pod itself; exiting when nobody asks for longer covers an owner that
 was killed and never comes back.
+
+Every request may carry ``hidden=1``: hidden files are then served (the server says so
+when its ``ContentsManager.allow_hidden`` is on); without it they are refused (403, kind
+"hidden") and left out of listings and archives.
 
 Every answer but a file or an archive is JSON; errors carry the status of their
 ``OpError`` kind and ``{"error": kind, "message": ..., "received": n}``. Files stream with
@@ -22,7 +27,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import stat
 import sys
 import threading
 import time
@@ -32,13 +36,13 @@ from typing import Any
 
 from jupyter_pai.backends.storage_ops import (  # SHIPPED: replaced by storage_ops' source
     OpError,
+    Rules,
     archive,
     delete,
     discard_upload,
-    entry,
-    is_upload_temp,
     make_folder,
     move,
+    read,
     upload_received,
     write_piece,
 )
@@ -48,6 +52,8 @@ STATUS = {
     "badpath": 400,
     "isdir": 400,
     "outside": 403,
+    "hidden": 403,
+    "protected": 403,
     "readonly": 403,
     "token": 403,
     "missing": 404,
@@ -72,37 +78,6 @@ def one_writer(rel: str) -> threading.Lock:
     key = "/".join(p for p in rel.replace("\\", "/").split("/") if p not in ("", "."))
     with _writers_lock:
         return _writers.setdefault(key, threading.Lock())
-
-
-def inside(root: str, p: str) -> bool:
-    return p == root or p.startswith(root + os.sep)
-
-
-def resolve(root: str, rel: str) -> str:
-    """``rel``'s real path inside ``root`` (reads: links inside are followed)."""
-    if "\0" in rel or os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
-        raise OpError("badpath", f"path {rel!r} is not a relative path inside the storage")
-    target = os.path.realpath(os.path.join(root, rel))
-    if not inside(root, target):
-        raise OpError("outside", f"path {rel!r} leads outside the storage")
-    if not os.path.lexists(target):
-        raise OpError("missing", f"no file or folder {rel!r}")
-    return target
-
-
-def listing(root: str, target: str) -> list[dict[str, Any]]:
-    entries = []
-    for name in sorted(os.listdir(target)):
-        full = os.path.join(target, name)
-        if is_upload_temp(name) or not inside(root, os.path.realpath(full)):
-            continue
-        try:
-            found = entry(root, full)
-        except (OSError, OpError):
-            continue
-        found["path"] = os.path.relpath(full, root)  # as the link's name, not its target
-        entries.append(found)
-    return entries
 
 
 def body_chunks(rfile: Any, length: int, left: list[int]) -> Iterator[bytes]:
@@ -159,8 +134,9 @@ def main() -> None:
                     raise OpError("token", "wrong token")
                 query = self._query()
                 rel = query.get("path", ".")
+                rules = Rules(hidden=query.get("hidden") == "1")
                 if method == "GET":
-                    self._get(rel, query)
+                    self._get(rel, query, rules)
                 elif method == "PUT":
                     chunks = body_chunks(self.rfile, left[0], left)
                     offset, total = int(query["offset"]), int(query["total"])
@@ -168,19 +144,19 @@ def main() -> None:
                     if not lock.acquire(timeout=BUSY_SECONDS):
                         raise OpError("busy", f"an upload to {rel!r} is under way")
                     try:
-                        done = write_piece(root, rel, offset, total, chunks)
+                        done = write_piece(root, rel, offset, total, chunks, rules)
                     finally:
                         lock.release()
                     self._send(200, done)
                 elif method == "POST":
-                    self._send(201, make_folder(root, rel))
+                    self._send(201, make_folder(root, rel, rules))
                 elif method == "PATCH":
-                    self._send(200, move(root, rel, query["to"]))
+                    self._send(200, move(root, rel, query["to"], rules))
                 elif method == "DELETE" and query.get("upload") == "1":
-                    discard_upload(root, rel)
+                    discard_upload(root, rel, rules)
                     self._send(200, {})
                 elif method == "DELETE":
-                    delete(root, rel, query.get("recursive") == "1")
+                    delete(root, rel, query.get("recursive") == "1", rules)
                     self._send(200, {})
             except OpError as error:
                 self._drain(left)
@@ -200,31 +176,29 @@ def main() -> None:
                     break
                 left[0] -= len(data)
 
-        def _get(self, rel: str, query: dict[str, str]) -> None:
+        def _get(self, rel: str, query: dict[str, str], rules: Rules) -> None:
             if "upload" in query:
                 lock = one_writer(rel)  # a cut piece's bytes count: wait for its writer
                 waited = lock.acquire(timeout=BUSY_SECONDS)
                 try:
-                    self._send(200, {"received": upload_received(root, rel)})
+                    self._send(200, {"received": upload_received(root, rel, rules)})
                 finally:
                     if waited:
                         lock.release()
                 return
             if "archive" in query:
-                self._archive(archive(root, rel, query["archive"]))
+                self._archive(archive(root, rel, query["archive"], rules))
                 return
-            target = resolve(root, rel)
-            if os.path.isdir(target):
-                self._send(200, {"entries": listing(root, target)})
+            kind, found, st = read(root, rel, rules)
+            if kind == "dir":
+                self._send(200, {"entries": found})
                 return
-            with open(target, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise OpError("missing", f"{rel!r} is no regular file")
+            with os.fdopen(found, "rb") as f:
+                size = st.st_size
                 self.send_response(200)
                 self.send_header("Content-Type", "application/octet-stream")
                 self.send_header("Content-Length", str(size))
-                self.send_header("X-Mtime", repr(os.fstat(f.fileno()).st_mtime))
+                self.send_header("X-Mtime", repr(st.st_mtime))
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True

@@ -460,10 +460,14 @@ class LocalBackend(Backend):
         conf = self.storages_config.get(name)
         if conf is None:
             raise NotFound(f"no storage {name!r}")
-        return await storage_fs.read_path(name, Path(str(conf["path"])), path)
+        return await storage_fs.read_path(name, Path(str(conf["path"])), path, self.storage_rules())
 
     def _writes(self, name: str, write: bool = True) -> FolderWrites:
-        return FolderWrites.configured(self.storages_config, name, write)
+        return FolderWrites.configured(self.storages_config, name, write, self.storage_rules())
+
+    def private_folders(self) -> dict[str, str]:
+        # Job specs with their secrets in clear, logs unredacted, the GPU allocations.
+        return {**super().private_folders(), self.state_dir: "jupyter-pai's state directory"}
 
     async def write_storage(self, name: str, path: str, piece: UploadPiece) -> UploadState:
         return await self._writes(name).write(path, piece)
