@@ -52,6 +52,55 @@ export function fileType(path: string): Contents.ContentType {
   return extension(path) === '.ipynb' ? 'notebook' : 'file';
 }
 
+/** Whether a read gives JupyterLab a notebook model (JSON it renders). */
+export function readsAsNotebook(
+  path: string,
+  options: Contents.IFetchOptions = {}
+): boolean {
+  const type =
+    options.type && options.type !== 'directory'
+      ? options.type
+      : fileType(path);
+  return type === 'notebook' && (options.format ?? 'json') === 'json';
+}
+
+function cellsOf(notebook: any): any[] {
+  return notebook && Array.isArray(notebook.cells) ? notebook.cells : [];
+}
+
+/**
+ * `notebook` with no cell trusted, changed in place: JupyterLab runs a trusted
+ * code cell's HTML and JavaScript outputs, and a storage's file says what
+ * whoever wrote it wanted. Used on every notebook the server did not vouch for.
+ */
+export function distrust(notebook: any): any {
+  for (const cell of cellsOf(notebook)) {
+    if (!cell || typeof cell !== 'object') {
+      continue;
+    }
+    const metadata =
+      cell.metadata && typeof cell.metadata === 'object' ? cell.metadata : {};
+    delete metadata.trusted;
+    if (cell.cell_type === 'code') {
+      metadata.trusted = false;
+    }
+    cell.metadata = metadata;
+  }
+  return notebook;
+}
+
+/** A copy of `notebook` whose cells carry no `trusted` (what a file keeps). */
+export function withoutTrust(notebook: any): any {
+  const copy = { ...notebook, cells: cellsOf(notebook).map(c => ({ ...c })) };
+  for (const cell of copy.cells) {
+    if (cell && cell.metadata && typeof cell.metadata === 'object') {
+      cell.metadata = { ...cell.metadata };
+      delete cell.metadata.trusted;
+    }
+  }
+  return copy;
+}
+
 /**
  * The format a file is read in: what the caller asked (an image viewer asks
  * base64, an editor text), else json for a notebook, text for a known text

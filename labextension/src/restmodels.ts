@@ -213,6 +213,14 @@ export interface StorageListing {
   entries: StorageEntry[];
 }
 
+/**
+ * The header of `GET storage/{name}/{path}?notebook=1`: `true` where the
+ * Jupyter server's notary knows the notebook's signature (its code cells come
+ * marked trusted), `false` where not. `PUT …?notebook=1` saves one as Jupyter
+ * does: without `trusted`, signed when every code cell is trusted.
+ */
+export const NOTEBOOK_TRUST_HEADER = 'X-Notebook-Trusted';
+
 /** How far an upload has come (PUT and GET `?upload=1` answer it). */
 export interface UploadState {
   storage: string;

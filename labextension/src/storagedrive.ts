@@ -11,15 +11,29 @@ import { PAIRequestError } from './apirequest';
 import {
   chooseFormat,
   contentBytes,
+  distrust,
   EMPTY_NOTEBOOK,
   fileModel,
   freeName,
-  listingModel
+  listingModel,
+  readsAsNotebook,
+  withoutTrust
 } from './drivemodel';
-import type { Storage, StorageEntry, StorageListing } from './restmodels';
+import {
+  NOTEBOOK_TRUST_HEADER,
+  type Storage,
+  type StorageEntry,
+  type StorageListing
+} from './restmodels';
 import { uploadFile } from './storageupload';
 import { deleteEntry, makeFolder, moveEntry } from './storagewrites';
 import { joinPath } from './uploadplan';
+
+/**
+ * The most a notebook sent whole to be signed may have: the server's default
+ * `storage_piece_bytes`. A bigger one is saved in pieces, unsigned.
+ */
+const SIGNED_NOTEBOOK_BYTES = 64 * 1024 * 1024;
 
 export class StorageDrive implements Contents.IDrive {
   readonly name: string;
@@ -63,7 +77,21 @@ export class StorageDrive implements Contents.IDrive {
     options: Contents.IFetchOptions = {}
   ): Promise<Contents.IModel> {
     const path = joinPath(localPath);
-    const response = await this.client.raw(this.endpoint(path));
+    // A notebook is read through the server's notary (`?notebook=1`), which
+    // marks its cells trusted only where it signed them; one too big for that
+    // (413) is read as it is, and trusted by nothing.
+    const asNotebook =
+      options.content !== false && readsAsNotebook(path, options);
+    const response = asNotebook
+      ? await this.client
+          .raw(`${this.endpoint(path)}?notebook=1`)
+          .catch((error: unknown) => {
+            if (error instanceof PAIRequestError && error.status === 413) {
+              return this.client.raw(this.endpoint(path));
+            }
+            throw error;
+          })
+      : await this.client.raw(this.endpoint(path));
     // A file comes with Content-Disposition; a folder is the listing JSON.
     if (!response.headers.get('Content-Disposition')) {
       const listing = (await response.json()) as StorageListing;
@@ -86,13 +114,23 @@ export class StorageDrive implements Contents.IDrive {
       });
     }
     const bytes = new Uint8Array(await response.arrayBuffer());
-    return fileModel(path, bytes, {
+    const model = fileModel(path, bytes, {
       format: chooseFormat(path, bytes, options),
       lastModified,
       size: bytes.byteLength,
       writable: this.writable,
       type: options.type
     });
+    // Whatever was asked and answered: no notebook the server did not vouch
+    // for reaches JupyterLab with a trusted cell.
+    if (
+      model.type === 'notebook' &&
+      model.format === 'json' &&
+      response.headers.get(NOTEBOOK_TRUST_HEADER) !== 'true'
+    ) {
+      distrust(model.content);
+    }
+    return model;
   }
 
   async getDownloadUrl(localPath: string): Promise<string> {
@@ -128,16 +166,55 @@ export class StorageDrive implements Contents.IDrive {
       }
       const parts = [...(this._chunks.get(path) ?? []), bytes];
       this._chunks.delete(path);
-      await uploadFile(
-        this.client.url(this.endpoint(path)),
-        new Blob(parts as BlobPart[]),
-        this.serverSettings,
-        () => undefined
-      );
+      const notebook = options.type === 'notebook' && parts.length === 1;
+      if (!(notebook && (await this.saveSigned(path, bytes)))) {
+        // A notebook too big to sign goes in pieces too, without `trusted`.
+        const sent = notebook
+          ? [
+              contentBytes({
+                ...options,
+                content: withoutTrust(options.content)
+              })
+            ]
+          : parts;
+        await uploadFile(
+          this.client.url(this.endpoint(path)),
+          new Blob(sent as BlobPart[]),
+          this.serverSettings,
+          () => undefined
+        );
+      }
     }
     const model = await this.get(path, { content: false });
     this._fileChanged.emit({ type: 'save', oldValue: null, newValue: model });
     return model;
+  }
+
+  /**
+   * A notebook sent whole with `?notebook=1`: the server writes it without
+   * `trusted` and signs it if every code cell is trusted, as Jupyter saves.
+   * False where it is too big for that (the server's limit, 413).
+   */
+  private async saveSigned(path: string, bytes: Uint8Array): Promise<boolean> {
+    if (bytes.byteLength > SIGNED_NOTEBOOK_BYTES) {
+      return false;
+    }
+    try {
+      await uploadFile(
+        `${this.client.url(this.endpoint(path))}?notebook=1`,
+        new Blob([bytes as BlobPart]),
+        this.serverSettings,
+        () => undefined,
+        undefined,
+        Math.max(bytes.byteLength, 1)
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof PAIRequestError && error.status === 413) {
+        return false;
+      }
+      throw error;
+    }
   }
 
   private async names(folder: string): Promise<Set<string>> {

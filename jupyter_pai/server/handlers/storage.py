@@ -20,6 +20,7 @@ from ...backends.base import Backend, FileContent
 from ...backends.models import StorageList, UploadState
 from ...backends.storage_writes import OffsetConflict
 from ...errors import BadRequest, FieldError, TooLarge
+from ..notebook_trust import one_chunk, open_notebook, save_notebook
 from .base import MAX_BODY_BYTES, PAIHandler, ReadHandler, authorized
 from .storage_upload import BodyPipe, UploadCut, upload_piece
 
@@ -51,6 +52,16 @@ class StorageHandler(PAIHandler):
         self._body = bytearray()
         self._pipe: BodyPipe | None = None
         self._writing: asyncio.Future[UploadState] | None = None
+        self._notebook = False  # a PUT ?notebook=1: the body is kept whole, then parsed
+
+    @property
+    def content_security_policy(self) -> str:
+        # A file answered as it is (HTML, SVG) would otherwise render on the Jupyter origin,
+        # with its forms and its meta refresh: a bare sandbox gives it an opaque origin with
+        # no scripts, forms, pop-ups or refresh (Jupyter's /files/ allows scripts; nothing
+        # here needs them). The drives and the panel read these answers with fetch, which
+        # a response's sandbox does not touch.
+        return super().content_security_policy + "; sandbox"
 
     # APIHandler.prepare takes no arguments; mypy compares it with JupyterHandler's.
     async def prepare(self) -> None:  # type: ignore[override]
@@ -81,6 +92,14 @@ class StorageHandler(PAIHandler):
         headers = self.request.headers
         piece = upload_piece(headers.get("Content-Length"), headers.get("Content-Range"), most)
         self.request.connection.set_max_body_size(max(piece.size, 1))  # type: ignore[union-attr]
+        if self.get_argument("notebook", ""):
+            if piece.offset or piece.size != piece.total:
+                raise BadRequest(
+                    "a notebook is saved whole, in one request: no Content-Range of a piece",
+                    [FieldError("Content-Range", "the whole file, or none")],
+                )
+            self._notebook = True  # data_received keeps the body; put() parses it
+            return
         pipe = self._pipe = BodyPipe()
         piece.chunks = pipe.chunks()
         backend = await self.backend()
@@ -152,6 +171,13 @@ class StorageHandler(PAIHandler):
         if not isinstance(found, FileContent):
             self.send_json(found)
             return
+        if self.get_argument("notebook", ""):
+            # What a drive opens in JupyterLab: trusted only by the server's notary.
+            data, trusted = await open_notebook(
+                found, self.contents_manager.notary, self.pai.config.storage_piece_bytes, self.log
+            )
+            self.set_header("X-Notebook-Trusted", "true" if trusted else "false")
+            found = FileContent(found.name, len(data), one_chunk(data), found.modified)
         await self._send(found)
 
     async def _send(self, found: FileContent, archive: str = "") -> None:
@@ -185,6 +211,11 @@ class StorageHandler(PAIHandler):
     @web.authenticated
     @authorized("write")
     async def put(self, name: str, path: str = "") -> None:
+        if self._notebook:
+            backend, notary = await self.backend(), self.contents_manager.notary
+            body = bytes(self._body)
+            self.send_json(await save_notebook(backend, name, path or "", body, notary, self.log))
+            return
         assert self._pipe is not None and self._writing is not None  # made by prepare
         await self._pipe.end()
         self.send_json(await self._writing)

@@ -7,7 +7,12 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { parse } from 'yaml';
 
-import { JOB_FORMATS, JOB_STATES, TASK_STATES } from '../restmodels';
+import {
+  JOB_FORMATS,
+  JOB_STATES,
+  NOTEBOOK_TRUST_HEADER,
+  TASK_STATES
+} from '../restmodels';
 import { MODEL_FIELDS } from './modelfields';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -45,6 +50,17 @@ describe('models mirror the server one to one', () => {
   it('has the job formats POST convert names', () => {
     expect([...JOB_FORMATS].sort()).toEqual(
       [...components.ConvertResult.properties.format.enum].sort()
+    );
+  });
+
+  it('reads notebooks with the parameter and header the server names', () => {
+    const storage = openapi.paths['/storage/{name}/{path}'];
+    const query = (verb: string) =>
+      storage[verb].parameters.map((p: any) => p.name);
+    expect(query('get')).toContain('notebook');
+    expect(query('put')).toContain('notebook');
+    expect(Object.keys(storage.get.responses['200'].headers)).toContain(
+      NOTEBOOK_TRUST_HEADER
     );
   });
 

@@ -1,6 +1,7 @@
 import {
   chooseFormat,
   contentBytes,
+  distrust,
   entryModel,
   fileModel,
   freeName,
@@ -8,7 +9,9 @@ import {
   isoTime,
   listingModel,
   mimetypeOf,
-  toBase64
+  readsAsNotebook,
+  toBase64,
+  withoutTrust
 } from '../drivemodel';
 import type { StorageListing } from '../restmodels';
 
@@ -107,6 +110,32 @@ describe('drive models', () => {
     });
     expect(JSON.parse(new TextDecoder().decode(nb))).toEqual({ cells: [] });
     expect(contentBytes({ content: null }).byteLength).toBe(0);
+  });
+
+  it('trusts no cell of a notebook nobody vouched for, and saves none', () => {
+    const planted = {
+      cells: [
+        { cell_type: 'code', metadata: { trusted: true }, outputs: [] },
+        { cell_type: 'markdown', metadata: { trusted: true }, source: '' },
+        { cell_type: 'code', outputs: [] }
+      ]
+    };
+    const saved = withoutTrust(planted);
+    expect(saved.cells.map((c: any) => c.metadata)).toEqual([
+      {},
+      {},
+      undefined
+    ]);
+    expect(planted.cells[0].metadata).toEqual({ trusted: true }); // a copy
+    expect(distrust(planted).cells.map((c: any) => c.metadata.trusted)).toEqual(
+      [false, undefined, false]
+    );
+    expect(distrust({ nbformat: 4 })).toEqual({ nbformat: 4 });
+    expect(readsAsNotebook('a/run.ipynb')).toBe(true);
+    expect(readsAsNotebook('run.json', { type: 'notebook' })).toBe(true);
+    expect(readsAsNotebook('run.ipynb', { format: 'text' })).toBe(false);
+    expect(readsAsNotebook('run.ipynb', { type: 'file' })).toBe(false);
+    expect(readsAsNotebook('data.csv')).toBe(false);
   });
 
   it('finds a free name', () => {

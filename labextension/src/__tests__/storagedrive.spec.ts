@@ -199,6 +199,118 @@ describe('StorageDrive', () => {
     expect(await drive.listCheckpoints('b.txt')).toEqual([]);
   });
 
+  const NOTEBOOK = {
+    cells: [
+      {
+        cell_type: 'code',
+        metadata: { trusted: true },
+        outputs: [
+          {
+            output_type: 'display_data',
+            data: { 'text/html': '<script>alert(1)</script>' },
+            metadata: {}
+          }
+        ],
+        source: ''
+      }
+    ],
+    metadata: {},
+    nbformat: 4,
+    nbformat_minor: 5
+  };
+  const notebookAnswer = (trusted: string | null) => () =>
+    new Response(JSON.stringify(NOTEBOOK), {
+      headers: {
+        'Content-Disposition': 'inline; filename="run.ipynb"',
+        ...(trusted === null ? {} : { 'X-Notebook-Trusted': trusted })
+      }
+    });
+  const trustOf = (model: any) =>
+    model.content.cells.map((c: any) => c.metadata.trusted);
+
+  it('opens a notebook through the notary, trusting only what it vouches for', async () => {
+    for (const [header, trusted] of [
+      ['true', true],
+      ['false', false],
+      [null, false]
+    ] as const) {
+      const server = new FakeServer();
+      server.on(
+        'GET',
+        'pai/api/storage/work/run.ipynb',
+        notebookAnswer(header)
+      );
+      const drive = new StorageDrive(new PAIClient(server.settings), storage);
+      const model = await drive.get('run.ipynb');
+      expect([model.type, model.format]).toEqual(['notebook', 'json']);
+      expect(trustOf(model)).toEqual([trusted]);
+      expect(server.requests[0].url.searchParams.get('notebook')).toBe('1');
+    }
+  });
+
+  it('opens a notebook too big for the notary as it is, untrusted', async () => {
+    const server = new FakeServer();
+    server.on('GET', 'pai/api/storage/work/run.ipynb', request =>
+      request.url.searchParams.get('notebook')
+        ? jsonResponse({ message: 'too big', errors: [] }, 413)
+        : notebookAnswer(null)()
+    );
+    const drive = new StorageDrive(new PAIClient(server.settings), storage);
+    const model = await drive.get('run.ipynb');
+    expect(trustOf(model)).toEqual([false]);
+    const asked = () =>
+      server.requests.map(r => r.url.searchParams.get('notebook'));
+    expect(asked()).toEqual(['1', null]);
+    // A listing's entry, or the bytes as text: the server is not asked to sign.
+    await drive.get('run.ipynb', { content: false });
+    await drive.get('run.ipynb', { format: 'text' });
+    expect(asked().slice(2)).toEqual([null, null]);
+  });
+
+  it('saves a notebook whole for the server to sign, else without trusted', async () => {
+    const server = new FakeServer();
+    server.on(
+      'GET',
+      'pai/api/storage/work/run.ipynb',
+      () =>
+        new Response('{}', {
+          headers: { 'Content-Disposition': 'inline; filename="run.ipynb"' }
+        })
+    );
+    const drive = new StorageDrive(new PAIClient(server.settings), storage);
+    FakeXHR.answer = () => ({ status: 200, body: { complete: true } });
+    const options = {
+      type: 'notebook',
+      format: 'json',
+      content: NOTEBOOK
+    } as const;
+    await drive.save('run.ipynb', options);
+    expect(FakeXHR.sent.map(s => s.url)).toEqual([
+      `${BASE_URL}pai/api/storage/work/run.ipynb?notebook=1`
+    ]);
+    const whole = FakeXHR.sent[0];
+    expect(whole.headers['Content-Range']).toBe(
+      `bytes 0-${whole.size - 1}/${whole.size}`
+    );
+    // The server's limit is lower than the drive thought: in pieces, unsigned.
+    FakeXHR.sent = [];
+    let first = true;
+    FakeXHR.answer = () => {
+      if (first) {
+        first = false;
+        return { status: 413, body: { message: 'too large' } };
+      }
+      return { status: 200, body: { complete: true } };
+    };
+    await drive.save('run.ipynb', options);
+    expect(FakeXHR.sent.map(s => s.url)).toEqual([
+      `${BASE_URL}pai/api/storage/work/run.ipynb?notebook=1`,
+      `${BASE_URL}pai/api/storage/work/run.ipynb`
+    ]);
+    expect(FakeXHR.sent[1].size).toBeLessThan(FakeXHR.sent[0].size);
+    expect(NOTEBOOK.cells[0].metadata.trusted).toBe(true); // the model is untouched
+  });
+
   it('saves text through PUT and returns the model the server has', async () => {
     const server = new FakeServer();
     FakeXHR.answer = () => ({ status: 200, body: { complete: true } });
