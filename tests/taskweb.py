@@ -7,13 +7,15 @@ body back; ``GET /go`` a redirect to ``/whoami`` (an absolute path); ``/ws`` a W
 that answers each text message with ``echo: <message>``; ``GET /attack`` a hostile page
 whose script tries to act as the Jupyter user who opened it (read the cookies, open a
 terminal, list files, reach into JupyterLab's page) and writes what it got into
-``#result`` as JSON.
+``#result`` as JSON; ``GET /loud`` an answer (gzip-encoded) carrying every header of
+:data:`DROPPED_HEADERS`, :data:`PASSED_HEADERS` and :data:`OWN_POLICY`.
 
 Run in a task by :func:`command`, or as a script (``python3 taskweb.py [label]``)."""
 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import os
@@ -54,6 +56,67 @@ ATTACK = """<!doctype html><html><head><title>hostile page</title></head><body>
 </script></body></html>"""
 
 
+#: Headers that act on the whole origin, on more than the one answer, or on the servers in
+#: front: an app answering through the Jupyter server's proxy gets none of them to the browser.
+DROPPED_HEADERS = (
+    ("NEL", '{"report_to": "default", "max_age": 31536000, "include_subdomains": true}'),
+    ("Report-To", '{"max_age": 31536000, "endpoints": [{"url": "https://r.example/"}]}'),
+    ("Reporting-Endpoints", 'default="https://r.example/"'),
+    ("Clear-Site-Data", '"*"'),
+    ("Strict-Transport-Security", "max-age=31536000; includeSubDomains"),
+    ("Alt-Svc", 'h2="r.example:443"; ma=31536000'),
+    ("Service-Worker-Allowed", "/"),
+    ("Link", '</sw.js>; rel="serviceworker"; scope="/"'),
+    ("Refresh", "0; url=https://r.example/"),
+    ("Set-Cookie", "planted=1; Path=/"),
+    ("Access-Control-Allow-Origin", "*"),
+    ("Access-Control-Allow-Credentials", "true"),
+    ("Access-Control-Allow-Methods", "*"),
+    ("Access-Control-Allow-Headers", "*"),
+    ("Access-Control-Expose-Headers", "*"),
+    ("Access-Control-Max-Age", "86400"),
+    ("Content-Security-Policy-Report-Only", "default-src 'none'; report-uri https://r.example/"),
+    ("X-Frame-Options", "DENY"),
+    ("Permissions-Policy", "camera=*, microphone=*"),
+    ("Feature-Policy", "camera *"),
+    ("Document-Policy", "force-load-at-top"),
+    ("Origin-Agent-Cluster", "?0"),
+    ("Cross-Origin-Opener-Policy", "unsafe-none"),
+    ("Cross-Origin-Embedder-Policy", "require-corp"),
+    ("Cross-Origin-Resource-Policy", "cross-origin"),
+    ("Referrer-Policy", "unsafe-url"),
+    ("Timing-Allow-Origin", "*"),
+    ("Accept-CH", "Sec-CH-UA-Full-Version-List"),
+    ("Critical-CH", "Sec-CH-UA-Full-Version-List"),
+    ("Supports-Loading-Mode", "credentialed-prerender"),
+    ("Speculation-Rules", '"/rules.json"'),
+    ("X-DNS-Prefetch-Control", "on"),
+    ("X-Content-Type-Options", "sniff"),
+    ("X-Accel-Redirect", "/internal/"),
+    ("X-Sendfile", "/etc/passwd"),
+    ("Content-Location", "/elsewhere"),
+    ("X-Powered-By", "taskweb"),
+)
+#: Headers about the one answer, which reach the browser as the app sent them.
+PASSED_HEADERS = (
+    ("Content-Type", "text/plain; charset=utf-8"),
+    ("Content-Encoding", "gzip"),
+    ("Content-Language", "en"),
+    ("Content-Disposition", 'inline; filename="loud.txt"'),
+    ("Cache-Control", "private, max-age=60"),
+    ("Expires", "Thu, 01 Jan 2037 00:00:00 GMT"),
+    ("ETag", '"loud-1"'),
+    ("Last-Modified", "Wed, 01 Jan 2025 00:00:00 GMT"),
+    ("Vary", "Accept-Encoding"),
+    ("Accept-Ranges", "bytes"),
+    ("Content-Range", "bytes 0-3/4"),
+    ("WWW-Authenticate", 'Basic realm="taskweb"'),
+)
+#: The app's own policy: the proxy keeps it beside its sandbox, which it cannot loosen.
+OWN_POLICY = ("Content-Security-Policy", "sandbox allow-scripts allow-same-origin; img-src 'self'")
+LOUD_BODY = b"loud"
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -85,6 +148,15 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/whoami":
             seen = {"path": path, "query": query, "headers": dict(self.headers.items())}
             return self._send(200, json.dumps(seen).encode(), "application/json")
+        if path == "/loud":
+            body = gzip.compress(LOUD_BODY)
+            self.send_response(200)
+            for name, value in (*DROPPED_HEADERS, *PASSED_HEADERS, OWN_POLICY):
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return None
         if path == "/go":
             return self._send(302, b"", "text/plain", Location="/whoami?from=go")
         self._send(404, b"no such page", "text/plain")

@@ -6,6 +6,7 @@ tasks are 4xx naming what is wrong."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import logging
 import re
@@ -19,6 +20,7 @@ from jupyter_server.utils import url_path_join
 from jupyter_pai.backends.local.backend import LocalBackend
 from jupyter_pai.server.portlinks import PortLinks
 from jupyter_pai.server.routes import PREFIX
+from jupyter_pai.server.sandbox import SANDBOX
 from jupyter_pai.spec import parse_job
 from tests import taskweb
 
@@ -270,6 +272,42 @@ async def test_the_apps_answers_are_sandboxed_and_its_link_is_its_only_credentia
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "task-ports/" in logged  # the requests were logged ...
     assert link not in logged  # ... without their link
+
+
+async def test_only_headers_about_the_answer_itself_reach_the_browser(
+    pai: PAIClient, http_server_client: Any
+) -> None:
+    """The app answers on the Jupyter origin: a header that acts on the whole origin
+    (reports of every URL for a year, cleared storage, HSTS, a service worker's scope,
+    cookies, CORS …) would act on Jupyter's own pages. Only what describes the one answer
+    passes; the app's own policy stays beside the sandbox, which it cannot loosen."""
+    job_id, port = await running_web_task(pai, "loud")
+    first = await unfollowed(pai, port_path(job_id, port, "loud"))
+    assert first.code == 307, first
+    loud = await http_server_client.fetch(
+        first.headers["Location"],
+        headers={"Origin": "null"},
+        decompress_response=False,
+        raise_error=False,
+    )
+    assert loud.code == 200, loud
+    # None of them arrives, but for those this server sets itself, with its values only.
+    ours = {
+        "access-control-allow-origin": "null",  # a sandboxed page's fetch of its own app
+        "access-control-allow-credentials": "true",
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+    }
+    arrived = {name.lower() for name in loud.headers}
+    leaked = [name for name, _ in taskweb.DROPPED_HEADERS if name.lower() in arrived - set(ours)]
+    assert not leaked, leaked
+    assert {n: loud.headers.get_list(n) for n in ours} == {n: [v] for n, v in ours.items()}
+    for name, value in taskweb.PASSED_HEADERS:
+        if name != "Vary":
+            assert loud.headers.get_list(name) == [value], (name, loud.headers.get_list(name))
+    assert set(loud.headers.get_list("Vary")) == {"Origin", "Accept-Encoding"}, loud.headers
+    assert loud.headers.get_list("Content-Security-Policy") == [SANDBOX, taskweb.OWN_POLICY[1]]
+    assert gzip.decompress(loud.body) == taskweb.LOUD_BODY
 
 
 STRANGER = """

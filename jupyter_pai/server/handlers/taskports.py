@@ -10,7 +10,8 @@ user, and their own requests are authenticated by the link in their path. WebSoc
 clients that hold the user's credentials (scripts, tests) are relayed on the first path.
 
 The task never sees the user's Jupyter credentials: the cookie, ``Authorization``, the
-``token`` argument and a ``Referer`` from outside the app are dropped on the way."""
+``token`` argument and a ``Referer`` from outside the app are dropped on the way; of its
+answers' headers only those about the answer itself come back (:mod:`..proxyheaders`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tornado import httpclient, httputil, netutil, web, websocket
 
 from ...backends.taskports import PortAddress
 from ...errors import Forbidden, PAIError
+from .. import proxyheaders
 from ..portlinks import PortLink
 from ..sandbox import SANDBOX, SCRIPT, SCRIPT_PATH, ScriptInjector
 from .base import PAIHandler, authorized
@@ -50,16 +52,6 @@ HOP_BY_HOP = frozenset(
 PATH_SAFE = "/:@!$&'()*+,;=~-._"
 CREDENTIALS = frozenset({"cookie", "authorization", "x-xsrftoken", "x-csrftoken"})
 WS_HANDSHAKE = frozenset({"sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions"})
-# Not passed on from the app's answers: this proxy answers cross-origin requests itself, a
-# sandboxed page keeps no cookies, and no page sends its link (a credential) on as a referrer.
-DROPPED_ANSWERS = frozenset(
-    {
-        "access-control-allow-origin",
-        "access-control-allow-credentials",
-        "set-cookie",
-        "referrer-policy",
-    }
-)
 TIMEOUT = 300.0
 #: The panel opens ports with the ``execute`` action: a task's web app can run code.
 PORT_ACTION = "execute"
@@ -212,13 +204,12 @@ class _PortProxy(PAIHandler, websocket.WebSocketHandler):
             if line:
                 name, _, value = line.partition(":")
                 value, lower = value.strip(), name.lower()
-                if lower in HOP_BY_HOP or lower in DROPPED_ANSWERS:
+                if lower in HOP_BY_HOP or not proxyheaders.passed(lower):
                     return
                 if lower == "location":
                     value = _rewrite_location(value, origin, base)
                 # The app's headers replace this server's defaults; repeated ones add up.
-                # Its own policy adds to the sandbox, never replaces it.
-                if lower in upstream or lower == "content-security-policy":
+                if lower in upstream or lower in proxyheaders.ADDED:
                     self.add_header(name, value)
                 else:
                     self.set_header(name, value)
