@@ -5,21 +5,26 @@ request (by the GIL's 5 ms switch interval, per read and write).
 
 One worker: documents queue behind each other, never beside the server. A worker that dies
 (killed for its memory, say) is replaced, and the request it was parsing is tried once more.
+The worker is a program of this package's own (:mod:`..backends.pythonchild`), not a
+``multiprocessing`` child: those start with the server's working folder first on
+``sys.path``, and so does ``multiprocessing``'s resource tracker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
+import pickle
+import subprocess
+import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from pydantic import ValidationError
 
 from ..backends.models import NotebookJobRequest
+from ..backends.pythonchild import python_command
 from ..errors import FieldError, PAIError, SpecError, Unavailable
 from ..spec.document import parse_json
 from ..spec.parse import ParsedJob, parse_job
@@ -71,23 +76,95 @@ def _run(call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         return _Refused(type(exc), exc.message, exc.errors)
 
 
+#: The worker's program. Each call and each outcome is pickled, after its length.
+_SERVE = "from jupyter_pai.server.parsing import serve\nserve()\n"
+_LENGTH_BYTES = 8
+
+
+class _WorkerDied(Exception):
+    """The worker ended before it answered."""
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    head = stream.read(_LENGTH_BYTES)
+    if len(head) < _LENGTH_BYTES:
+        return None
+    size = int.from_bytes(head, "big")
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+def _write_frame(stream: IO[bytes], data: bytes) -> None:
+    stream.write(len(data).to_bytes(_LENGTH_BYTES, "big") + data)
+    stream.flush()
+
+
+def serve() -> None:
+    """The worker's loop (its own process): calls on stdin until it closes, each answered
+    on stdout with ``(True, result)`` or ``(False, exception)``."""
+    calls, answers = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a print in a parser must not break the answers
+    while (frame := _read_frame(calls)) is not None:
+        call, args = pickle.loads(frame)
+        try:
+            outcome: tuple[bool, Any] = (True, _run(call, args))
+        except Exception as error:
+            outcome = (False, error)
+        try:
+            data = pickle.dumps(outcome)
+        except Exception as error:  # an answer that does not pickle: say which
+            data = pickle.dumps((False, RuntimeError(f"unpicklable answer: {error!r}")))
+        _write_frame(answers, data)
+
+
 class _Worker:
+    """The worker process, written to and read from on a thread of its own: the event
+    loop never waits on its pipes, and calls queue on that thread."""
+
     def __init__(self) -> None:
-        self._pool: ProcessPoolExecutor | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="jupyter-pai-parser")
 
     async def run(self, call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        if self._pool is None:
-            # spawn: forking a server that runs threads could copy a lock someone holds.
-            context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(1, mp_context=context)
-        pool = self._pool
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._call, call, args)
+
+    def _call(self, call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            proc = self._proc = subprocess.Popen(
+                python_command(_SERVE),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+            )
+        assert proc.stdin is not None and proc.stdout is not None
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool, _run, call, args)
-        except BrokenProcessPool:
-            if self._pool is pool:
-                self._pool = None
-                pool.shutdown(wait=False)
-            raise
+            _write_frame(proc.stdin, pickle.dumps((call, args)))
+            answer = _read_frame(proc.stdout)
+        except OSError:  # it had ended: the pipe is broken
+            answer = None
+        if answer is None:
+            self._discard()
+            raise _WorkerDied
+        ok, value = pickle.loads(answer)
+        if not ok:
+            raise value
+        return value
+
+    def _discard(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def close(self) -> None:
+        """End the worker (a later call starts another)."""
+        self._thread.submit(self._discard).result()
 
 
 _WORKER = _Worker()
@@ -97,10 +174,10 @@ async def in_worker(call: Callable[..., T], *args: Any) -> T:
     """``call(*args)`` in the parser's process; ``call`` and its arguments must pickle."""
     try:
         outcome = await _WORKER.run(call, args)
-    except BrokenProcessPool:
+    except _WorkerDied:
         try:
             outcome = await _WORKER.run(call, args)  # once more, on a new worker
-        except BrokenProcessPool:
+        except _WorkerDied:
             raise Unavailable(
                 "the job parser stopped twice while reading this request; try again"
             ) from None

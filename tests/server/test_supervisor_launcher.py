@@ -11,10 +11,13 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from jupyter_pai.backends.local import LocalBackend
 from jupyter_pai.backends.models import JobDetail, JobState
 from jupyter_pai.spec import parse_job
 from jupyter_pai.spec.protocol import JobProtocol
+from tests.planted import plant, ran
 
 
 def _job(name: str, release: Path) -> JobProtocol:
@@ -82,3 +85,36 @@ async def test_supervisors_fork_from_the_launcher_and_outlive_it(tmp_path: Path)
     finally:
         release.touch()
         await backend.close()
+
+
+async def test_supervisors_import_nothing_from_the_servers_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher and a supervisor started afresh are the server's own programs: a
+    ``json.py`` (or a ``jupyter_pai``) in the folder the server was started in never runs
+    in them, and the jobs run (their own commands, in their working folder, as ever)."""
+    markers = plant(tmp_path / "work")
+    monkeypatch.chdir(tmp_path / "work")
+    backend = LocalBackend(state_dir=str(tmp_path / "state"), gpu_slots=0)
+    await backend.start()
+    outcomes: list[object] = []
+    try:
+        launcher = backend._launcher
+        ready = await asyncio.to_thread(launcher._ready.wait, 15)
+        forked = (await backend.submit(_job("forked", tmp_path / "go"))).id
+        (tmp_path / "go").touch()
+        outcomes += await asyncio.gather(
+            _wait(backend, forked, JobState.SUCCEEDED, timeout=15), return_exceptions=True
+        )
+        if launcher._proc is not None:
+            os.kill(launcher._proc.pid, signal.SIGKILL)  # the next one starts afresh
+            await asyncio.to_thread(launcher._proc.wait)
+        afresh = (await backend.submit(_job("afresh", tmp_path / "go"))).id
+        outcomes += await asyncio.gather(
+            _wait(backend, afresh, JobState.SUCCEEDED, timeout=15), return_exceptions=True
+        )
+    finally:
+        await backend.close()
+    assert not ran(markers), ran(markers)
+    assert ready
+    assert [getattr(o, "state", o) for o in outcomes] == [JobState.SUCCEEDED] * 2

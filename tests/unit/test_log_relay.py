@@ -10,14 +10,17 @@ import json
 import socket
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from jupyter_pai.backends.kubernetes import logrelay
 from jupyter_pai.backends.kubernetes.logrelay import LogRelay, RelayUnavailable
 from jupyter_pai.backends.kubernetes.rest import ApiError
 from jupyter_pai.backends.logredaction import LogSecrets
+from tests.planted import plant, ran
 
 
 async def test_a_relay_that_ends_without_answering_is_given_up_for_a_while() -> None:
@@ -106,3 +109,51 @@ async def test_a_taken_follow_is_written_to_the_follower_chunked_after_its_head(
     header, received = await _relayed(_Response([b"line 1\n", b"line 2\n"]), b"HEAD\r\n\r\n")
     assert header == {"status": 200, "taken": True}
     assert received == b"HEAD\r\n\r\n7\r\nline 1\n\r\n7\r\nline 2\n\r\n0\r\n\r\n"
+
+
+async def test_the_relay_imports_nothing_from_the_servers_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay is the server's own program: a ``json.py`` (or a ``jupyter_pai``) in the
+    folder the server was started in never runs in it, and the follow works."""
+
+    async def log(request: web.Request) -> web.StreamResponse:
+        answer = web.StreamResponse()
+        await answer.prepare(request)
+        await answer.write(f"{request.match_info['pod']} says hello\n".encode())
+        return answer
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{namespace}/pods/{pod}/log", log)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    kubeconfig = tmp_path / "kubeconfig"
+    server = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    markers = plant(tmp_path / "work")
+    monkeypatch.chdir(tmp_path / "work")
+    relay = LogRelay(str(kubeconfig), None, 5.0)
+    got: bytes | Exception
+    try:
+        followed = await relay.open("alice", "pod-0", LogSecrets())
+        assert followed is not None
+        got = b"".join([chunk async for chunk in followed])
+    except RelayUnavailable as error:
+        got = error
+    finally:
+        await relay.close()
+        await runner.cleanup()
+    assert not ran(markers), ran(markers)
+    assert got == b"pod-0 says hello\n"

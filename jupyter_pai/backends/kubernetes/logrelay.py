@@ -32,6 +32,7 @@ from typing import Any
 
 from ...errors import Unavailable
 from ..logredaction import LogSecrets
+from ..pythonchild import python_command
 from .rest import ApiError, Rest
 
 #: The largest control request (a follow's pod, options and secrets' values).
@@ -55,7 +56,9 @@ class LogRelay:
     hands each follow to it."""
 
     #: How the relay is started (its control socket's descriptor is added).
-    command: tuple[str, ...] = (sys.executable, "-m", __name__)
+    command: tuple[str, ...] = tuple(
+        python_command(f"from {__name__} import main\nsys.exit(main(sys.argv[1:]))\n")
+    )
 
     def __init__(self, kubeconfig: str | None, context: str | None, timeout: float) -> None:
         self._settings = {"kubeconfig": kubeconfig, "context": context, "timeout": timeout}

@@ -11,13 +11,13 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from ..models import JobState, TaskState
+from ..pythonchild import python_command
 from .launchplan import discard_plan, write_plan
 from .processes import alive, signal_group
 from .records import JobRecord, now
@@ -85,7 +85,7 @@ def spawn_supervisor(store: StateStore, job_id: str) -> None:
     log = open(store.job_dir(job_id) / "supervisor.log", "ab")
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _DAEMON, str(store.root), job_id],
+            python_command(_DAEMON, str(store.root), job_id),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 
+from ..pythonchild import python_command
 from .admission import spawn_supervisor
 from .store import StateStore
 
@@ -97,7 +98,7 @@ class Launcher:
     def _launch(self) -> None:
         self._ready.clear()
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVE],
+            python_command(_SERVE),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,
