@@ -131,13 +131,17 @@ class Transport:
         allow: tuple[int, ...] = (),
         extra: dict[str, str] | None = None,
     ) -> Response:
-        """GET ``url`` (relative to the registry, or absolute on the same host); 2xx or a
-        status in ``allow`` comes back, anything else raises a RegistryError."""
-        if url.startswith("/"):
-            url = self.base_url + url
-        elif urlsplit(url).netloc != urlsplit(self.base_url).netloc:
-            # Credentials go to the registry only (a Link header may point anywhere).
-            raise RegistryError(f"{self.base_url} pointed to another host ({urlsplit(url).netloc})")
+        """GET ``url`` (relative to the registry, or absolute on the same host and port,
+        read with the registry's own scheme); 2xx or a status in ``allow`` comes back,
+        anything else raises a RegistryError."""
+        if not url.startswith("/"):
+            named = urlsplit(url)
+            if named.netloc != urlsplit(self.base_url).netloc:
+                # Credentials go to the registry only (a Link header may point anywhere).
+                raise RegistryError(f"{self.base_url} pointed to another host ({named.netloc})")
+            # Read from the registry as configured: a Link's ``http://`` is no downgrade.
+            url = named._replace(scheme="", netloc="").geturl()
+        url = self.base_url + url
         headers = {**(extra or {}), **({"Accept": accept} if accept else {})}
         answer = await self._fetch(url, headers, self._auth_header(scope))
         if answer.status == 401:
@@ -174,6 +178,14 @@ class Transport:
                 return self._basic()
         return None
 
+    def _may_carry_credentials(self, url: str) -> bool:
+        """Over https; in the clear only to the host the admin configured as an http
+        registry (its other ports too: a token service beside it is as exposed as it)."""
+        target, own = urlsplit(url), urlsplit(self.base_url)
+        if target.scheme == "https":
+            return True
+        return target.scheme == own.scheme == "http" and target.hostname == own.hostname
+
     async def _token(self, params: dict[str, str], scope: str) -> str:
         cached = self._tokens.get(scope)
         if cached and cached[1] > time.monotonic():
@@ -181,6 +193,12 @@ class Transport:
         realm = params["realm"]
         if urlsplit(realm).scheme not in ("http", "https"):
             raise AuthError(f"{self.base_url} named a token realm that is not http(s)")
+        if self.credentials is not None and not self._may_carry_credentials(realm):
+            where = urlsplit(realm)
+            raise AuthError(
+                f"{self.base_url} named a token service over http ({where.scheme}://"
+                f"{where.netloc}): its credentials go to one only over https"
+            )
         query = {k: v for k, v in (("service", params.get("service")), ("scope", scope)) if v}
         url = f"{realm}{'&' if '?' in realm else '?'}{urlencode(query)}" if query else realm
         answer = await self._fetch(url, {}, self._basic())
