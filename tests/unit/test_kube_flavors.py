@@ -328,3 +328,45 @@ def test_vc_schedulers_mark_on_a_pod_it_is_about_to_evict() -> None:
     assert not volcano.pod_evicted(unready) and not volcano.pod_evicted({})
     for name in ("native", "kueue", "hived"):
         assert not FLAVORS[name](OPTIONS).pod_evicted(evicted)
+
+
+def test_a_hostile_scheduling_spec_counts_as_none() -> None:
+    """HiveD's pod annotation is written by whoever made the pod: read bounded (length, no
+    aliases, depth) and typed, never raising; a spec it cannot read counts no cells, so the
+    pod's own GPU requests count instead."""
+    import time
+
+    from jupyter_pai.backends.kubernetes.flavors.hived import (
+        SPEC_ANNOTATION,
+        HivedFlavor,
+        HivedSettings,
+        read_scheduling_spec,
+    )
+
+    flavor = HivedFlavor(PodOptions(namespace="alice"), HivedSettings(cpu_sku="CPU"))
+
+    def gpus(text: object) -> int | None:
+        return flavor.pod_gpus({"metadata": {"annotations": {SPEC_ANNOTATION: text}}})
+
+    assert gpus("virtualCluster: default\nleafCellNumber: 2\nleafCellType: DT\n") == 2
+    assert gpus("leafCellNumber: 4\nleafCellType: CPU\n") == 0  # CPU cells are no GPUs
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9)
+    )
+    started = time.perf_counter()
+    for hostile in (
+        laughs,  # a billion laughs
+        "[" * 3000 + "]" * 3000,  # deeper than the composer's recursion
+        "leafCellNumber: " + "9" * 5000,  # longer than any spec
+        "- leafCellNumber: 2",  # a list
+        "leafCellNumber: lots",  # not a count
+        "leafCellNumber: true",
+        "leafCellNumber: -3",
+        "leafCellNumber: 1\nleafCellType: [DT]",
+        "{{ not yaml",
+        12,  # not text at all
+    ):
+        assert gpus(hostile) is None, hostile
+    assert time.perf_counter() - started < 0.5
+    assert read_scheduling_spec("leafCellNumber:") == (0, None)

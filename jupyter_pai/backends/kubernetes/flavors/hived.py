@@ -9,6 +9,7 @@ virtual clusters are HiveD's own, read from its web server (``hived_url``).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -42,6 +43,51 @@ ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
 # What HiveD's filter answers kube-scheduler for a pod it cannot place (the scheduler's
 # FailedScheduling event carries it).
 _HIVED_WAIT = re.compile(r"Pod is waiting for preemptible or free resource to appear: ([^,.]+)")
+#: A pod's scheduling spec, as anyone who may create pods in the namespace writes it, is
+#: read only this long (ours are a few hundred bytes), without YAML aliases and into the
+#: two fields that count: bounded however it is written, so it is read where the pod is.
+SPEC_MAX_CHARACTERS = 4096
+MAX_LEAF_CELLS = 4096
+
+
+class _NoAliases(yaml.SafeLoader):
+    """Plain data, no aliases, nested at most :data:`MAX_DEPTH` deep (PyYAML's composer
+    recurses per level: ``[[[…`` would otherwise reach Python's recursion limit)."""
+
+    MAX_DEPTH = 16
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("an alias")
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > self.MAX_DEPTH:
+                raise yaml.YAMLError("nested too deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+@functools.lru_cache(maxsize=512)
+def read_scheduling_spec(text: str) -> tuple[int, str | None] | None:
+    """(leafCellNumber, leafCellType) of a pod-scheduling-spec annotation; None for one
+    that is too long, not YAML, not a map or whose fields are not a count and a name."""
+    if len(text) > SPEC_MAX_CHARACTERS:
+        return None
+    try:
+        spec = yaml.load(text, Loader=_NoAliases)  # a SafeLoader: plain data only
+    except yaml.YAMLError:
+        return None
+    if not isinstance(spec, dict):
+        return None
+    number, cell_type = spec.get("leafCellNumber", 0), spec.get("leafCellType")
+    if number is None:
+        number = 0
+    if isinstance(number, bool) or not isinstance(number, int):
+        return None
+    if not 0 <= number <= MAX_LEAF_CELLS or not isinstance(cell_type, str | None):
+        return None
+    return number, cell_type
 
 
 def leaf_cells(
@@ -128,12 +174,15 @@ class HivedFlavor(Flavor):
     def pod_gpus(self, pod: Manifest) -> int | None:
         # HiveD gives GPUs as leaf cells, not through the device plugin's resource.
         text = ((pod.get("metadata") or {}).get("annotations") or {}).get(SPEC_ANNOTATION)
-        if not text:
+        if not text or not isinstance(text, str):
             return None
-        spec = yaml.safe_load(text) or {}
-        if self.cpu_sku and spec.get("leafCellType") == self.cpu_sku:
+        spec = read_scheduling_spec(text)
+        if spec is None:  # not one HiveD could place either: what the pod requests counts
+            return None
+        number, cell_type = spec
+        if self.cpu_sku and cell_type == self.cpu_sku:
             return 0
-        return int(spec.get("leafCellNumber") or 0)
+        return number
 
     def _gpu_sku(self, vc: str) -> str | None:
         """The VC's one GPU SKU, where CPU cells make naming it necessary (from HiveD's
