@@ -369,6 +369,10 @@ class ControlPlane:
             _yaml_documents([assets / "kwok.x-k8s.io_portforwards.yaml"]),
         )
         kube.apply(api, manifests.cluster_objects())
+        # `default` exists already: it gets the users' namespaces' Pod Security level too.
+        kube.core(api).patch_namespace(
+            "default", {"metadata": {"labels": manifests.pod_security_labels()}}
+        )
         volcano_crds = volcano.crds(volcano_dir) if volcano_dir is not None else []
         # Volcano's CRDs first: they take a moment to be served, while the rest starts.
         kube.apply(api, volcano_crds)

@@ -103,8 +103,18 @@ def node(name: str, shape: NodeShape, *, runner: bool = False, index: int = 0) -
     }
 
 
-def namespace(name: str) -> Manifest:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+#: The users' namespaces enforce Pod Security at jupyter-pai's default level, as the hub
+#: makes them (jupyter_pai.hub.objects): every flow the tests run meets it.
+POD_SECURITY_LEVEL = "baseline"
+
+
+def pod_security_labels(level: str = POD_SECURITY_LEVEL) -> dict[str, str]:
+    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
+
+
+def namespace(name: str, labels: dict[str, str] | None = None) -> Manifest:
+    meta: Manifest = {"name": name, **({"labels": labels} if labels else {})}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 def vc_priority_class(vc: str) -> Manifest:
@@ -297,7 +307,7 @@ def user_bindings(user: str) -> list[Manifest]:
 
 def cluster_objects() -> list[Manifest]:
     """Everything `up` creates before nodes: namespaces, VCs and users' rights."""
-    objects: list[Manifest] = [namespace(ns) for ns in USERS]
+    objects: list[Manifest] = [namespace(ns, pod_security_labels()) for ns in USERS]
     objects += [vc_priority_class(vc) for vc in VIRTUAL_CLUSTERS]
     for vc, gpus in VIRTUAL_CLUSTERS.items():
         if gpus is not None:

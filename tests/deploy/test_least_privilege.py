@@ -2,7 +2,8 @@
 to the rendered jupyter-pai-user (in its namespace) and jupyter-pai-cluster-reader runs a
 job's whole life on each flavor — watches sync, submission with a Secret, logs with the
 secret blanked, a port-forward to the task, a storage browsed through its helper pod, virtual clusters and nodes, stop, delete — and the backend logs no refusal
-(its background sweeps only log theirs)."""
+(its background sweeps only log theirs). The namespace enforces Pod Security ``restricted``
+(the stricter level a hub may give), so every pod of that life meets it on every flavor."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def restricted(
     core = kube.core(api)
     cluster_binding = _rbac(reader_role, "ClusterRoleBinding", reader_role, None, "jupyter", ns)
     objects_made: list[Manifest] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        manifests.namespace(ns, manifests.pod_security_labels("restricted")),
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
@@ -220,6 +221,7 @@ async def test_backend_needs_nothing_beyond_the_chart(
         user="lp",
         node_selector={manifests.RUNNER_LABEL: "true"},
         leftover_grace_seconds=0,
+        pod_security="restricted",
         log=log,
         **settings,
     )

@@ -91,6 +91,9 @@ class JobLifecycle:
                 ]
             )
         self.flavor.check_virtual_cluster(job, self.views.virtual_cluster_caps())
+        refused = self.flavor.options.security.refusals(job)
+        if refused:
+            raise SpecError(refused)
         claims = self.views.claims()
         for i, mount in enumerate(job.extras.storages):
             if mount.name not in claims:

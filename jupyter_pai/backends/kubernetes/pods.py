@@ -19,6 +19,7 @@ from ..gputypes import GpuTypeCapacity
 from .gpu_placement import place, unknown_type
 from .jobssh import key_env, needs_job_key
 from .naming import ANN_JOB_ID, LABEL_INDEX, LABEL_JOB, LABEL_ROLE, JobNames, base_labels
+from .podsecurity import PodSecurity
 
 Manifest = dict[str, Any]
 PeerHost = Callable[[JobNames, str, int], str]
@@ -59,6 +60,8 @@ class PodOptions:
     #: the cluster's GPU types by name, where a job names one (read from the nodes at its
     #: submission); None: not read, so a role's type is not placed
     gpu_types: dict[str, GpuTypeCapacity] | None = None
+    #: what the namespace's Pod Security level asks of every pod
+    security: PodSecurity = field(default_factory=PodSecurity)
 
 
 def registry_host(image: str) -> str:
@@ -347,6 +350,7 @@ def pod_template(
     pull_secret = options.image_pull_secrets.get(registry_host(container["image"]))
     if pull_secret:
         pod_spec["imagePullSecrets"] = [{"name": pull_secret}]
+    options.security.apply(pod_spec)
     return {
         "metadata": {
             "labels": labels,
