@@ -11,9 +11,10 @@ import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from traitlets import Float, Unicode, default, validate
+from jupyter_core.paths import jupyter_runtime_dir
+from traitlets import Bool, Dict, Float, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
 from .. import runtime
@@ -37,10 +38,9 @@ from .models import (
     UploadState,
     VirtualCluster,
 )
+from .selfcheck import SelfCheck, nothing_to_check
+from .storage_walk import Rules
 from .taskports import PortAddress, parse_port, resolve
-
-if TYPE_CHECKING:
-    from .selfcheck import SelfCheck
 
 
 def hub_user(asked: str | None, where: str) -> str | None:
@@ -177,6 +177,34 @@ class Backend(LoggingConfigurable):
         help="""A job is judged on its GPU use only after running this long (a job that has
         just started is often still loading data).""",
     ).tag(config=True)
+
+    storage_allow_hidden = Bool(
+        False,
+        help="""Whether storages list, serve, archive and write hidden files and folders (a
+        name starting with "."). In the Jupyter server the server's
+        ``ContentsManager.allow_hidden`` decides (default off, as Jupyter's file browser):
+        a read-only user must not read ``.ssh`` or ``.local`` of a storage that is someone's
+        home. Elsewhere (the CLI, a notebook's own backend) this setting.""",
+    ).tag(config=True)
+    storage_never_served = Dict(
+        key_trait=Unicode(),
+        value_trait=Unicode(),
+        help="""Folders no storage serves, nor anything in them, hidden or not, wherever a
+        storage's root lies: ``{path: what it is}`` (said in the refusal). Always added:
+        the Jupyter runtime directory (the server's token) and the backend's own state.""",
+    ).tag(config=True)
+
+    def storage_rules(self) -> Rules:
+        """What every storage serves: hidden files as :attr:`storage_allow_hidden` says,
+        never the folders of :meth:`private_folders`."""
+        return Rules(hidden=self.storage_allow_hidden, protected=self.private_folders())
+
+    def private_folders(self) -> dict[str, str]:
+        """The folders of this machine no storage serves (``{path: what it is}``)."""
+        return {
+            jupyter_runtime_dir(): "the Jupyter runtime directory",
+            **self.storage_never_served,
+        }
 
     async def start(self) -> None:
         """Open connections and caches; called once before use."""
@@ -382,8 +410,6 @@ class Backend(LoggingConfigurable):
     async def self_check(self) -> SelfCheck:
         """``jupyter pai check``: each permission the backend lacks where its jobs run, in
         words, and whether what it relies on answers. Jobs that run here: nothing to check."""
-        from .selfcheck import nothing_to_check
-
         return nothing_to_check(self.name, self.user)
 
     async def nodes(self) -> list[NodeResources]:

@@ -5,14 +5,12 @@ machine has nothing to check."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import Protocol
 
 from pydantic import Field
 
 from .models import ApiModel
-
-if TYPE_CHECKING:
-    from .base import Backend
 
 
 class MissingPermission(ApiModel):
@@ -83,7 +81,16 @@ def nothing_to_check(backend: str, user: str) -> SelfCheck:
     )
 
 
-async def check_and_log(backend: Backend) -> None:
+class Checked(Protocol):
+    """What the check at start needs of a backend (:class:`.Backend` has it)."""
+
+    @property
+    def log(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]: ...
+
+    async def self_check(self) -> SelfCheck: ...
+
+
+async def check_and_log(backend: Checked) -> None:
     """The server's check at start, in the background: each problem logged once, as a
     warning an admin finds in the server's log."""
     try:

@@ -5,16 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING, Literal, overload
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from ..backends.base import LogQuery
 from ..backends.models import FieldWarning, JobDetail, JobEvent, JobState, TaskStatus
+from .connection import Connection
 from .follow import TaskLine, decode, follow_job, follow_task
+from .loop import LoopThread
 from .outcome import TAIL_LINES, FailedTask, JobFailed, failed_tasks
 
-if TYPE_CHECKING:
-    from .client import Client
+T = TypeVar("T")
+
+
+class JobOwner(Protocol):
+    """What a Job uses of the :class:`~jupyter_pai.Client` that made it: its connection and
+    its loop thread. A protocol, so that this module does not import the client's."""
+
+    _connection: Connection
+    _loop: LoopThread
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T: ...
+
 
 #: How often :meth:`Job.wait` looks at the job (seconds; it backs off to ``MAX_POLL``).
 FIRST_POLL = 0.1
@@ -28,7 +40,7 @@ class Job:
     :attr:`state` reads the job again unless it has already ended."""
 
     def __init__(
-        self, client: Client, detail: JobDetail, warnings: Iterable[FieldWarning] = ()
+        self, client: JobOwner, detail: JobDetail, warnings: Iterable[FieldWarning] = ()
     ) -> None:
         self.client = client
         self.detail = detail

@@ -135,3 +135,74 @@ def test_the_check_sees_an_import_the_wrong_way(
     (package / "spec" / "bad.py").write_text(source + "\n")
     monkeypatch.setattr(__import__(__name__, fromlist=["PACKAGE"]), "PACKAGE", package)
     assert [f.split(": ", 1)[1] for f in wrong_way()] == [expected]
+
+
+def module_of(target: str, known: set[str]) -> str:
+    """The module an import names: ``jupyter_pai.errors.NotFound`` → ``jupyter_pai.errors``;
+    the version the package re-exports is its ``_version`` module's."""
+    if target == "jupyter_pai.__version__":
+        return "jupyter_pai._version"
+    while target and target not in known:
+        target = target.rpartition(".")[0]
+    return target
+
+
+def cycles() -> list[list[str]]:
+    """Each set of modules that import one another round (Tarjan's strongly connected
+    components of more than one module). Imports under ``TYPE_CHECKING`` count: a circle that
+    only the type checker sees still ties the two modules into one."""
+    paths = dict(modules())
+    graph = {
+        module: {
+            module_of(target, set(paths))
+            for _, target in imported(module, path)
+            if target.startswith("jupyter_pai")
+        }
+        - {module, ""}
+        for module, path in paths.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_modules_import_each_other_round() -> None:
+    assert cycles() == []
+
+
+def test_the_check_sees_a_circle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "jupyter_pai"
+    (package / "spec").mkdir(parents=True)
+    (package / "spec" / "a.py").write_text("from .b import thing\n")
+    (package / "spec" / "b.py").write_text("from . import c\n")
+    (package / "spec" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import other\n"
+    )
+    (package / "spec" / "d.py").write_text("from .a import thing\n")
+    monkeypatch.setattr(__import__(__name__, fromlist=["PACKAGE"]), "PACKAGE", package)
+    assert cycles() == [["jupyter_pai.spec.a", "jupyter_pai.spec.b", "jupyter_pai.spec.c"]]

@@ -1,7 +1,7 @@
 """The distributed engine: jobs as Kubernetes objects of one flavor (Volcano by default),
 read back through a shared watch cache so listing jobs costs no API-server request.
 
-This module holds the configuration and the life cycle; what jobs look like is
+This module holds the life cycle (the configuration is :mod:`.settings`); what jobs look like is
 :mod:`.jobviews`, writing them :mod:`.joblifecycle`, logs :mod:`.logs`, and everything a
 scheduler does its own way the flavor (:mod:`.flavors`)."""
 
@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from typing import Any
-
-from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 
 from ... import __version__
 from ...errors import Forbidden, PAIError, Unavailable
 from ...spec.protocol import JobProtocol
-from ..base import Backend, ClientConnection, LogQuery, LogStream
+from ..base import ClientConnection, LogQuery, LogStream
 from ..models import (
     GpuTypeUsage,
     Info,
@@ -50,9 +47,11 @@ from .naming import JobNames, make_names
 from .nodemetrics import NO_PROMETHEUS, PrometheusNodes, attach
 from .nodeusage import node_resources, requested_gpus
 from .pods import PodOptions
+from .podsecurity import PodSecurity
 from .portforward import PortForward, TaskPortForwards
 from .resources import NODE
 from .rest import ApiError, Rest, path, typed
+from .settings import KubernetesSettings
 from .states import Obj, job_view
 from .storage import HelperPods
 
@@ -63,138 +62,9 @@ ENDED_PHASES = ("Succeeded", "Failed")
 FORWARD_PATIENCE = 30.0
 
 
-class KubernetesBackend(ClaimStorage, Backend):
-    """Jobs of one namespace, as the credentials it is given allow."""
-
-    name = "kubernetes"
-
-    namespace = Unicode(
-        help="""Namespace of the jobs. Default: $JUPYTER_PAI_NAMESPACE, else the kubeconfig
-        context's namespace, else the in-cluster service account's, else ``default``.""",
-    ).tag(config=True)
-
-    @default("namespace")
-    def _default_namespace(self) -> str:
-        return connect.default_namespace(self.kubeconfig or None, self.context or None)
-
-    flavor = Unicode(
-        help="""How jobs become objects: ``volcano`` (default), ``kueue``, ``hived``, or
-        ``native`` (Kubernetes' own gang PodGroups with batch Jobs; a virtual cluster is a
-        PriorityClass ``vc-<name>``). Default: $JUPYTER_PAI_FLAVOR.""",
-    ).tag(config=True)
-
-    @default("flavor")
-    def _default_flavor(self) -> str:
-        return os.environ.get("JUPYTER_PAI_FLAVOR") or "volcano"
-
-    kubeconfig = Unicode(
-        "", help="Kubeconfig file; default $KUBECONFIG or ~/.kube/config, else in-cluster."
-    ).tag(config=True)
-    context = Unicode("", help="Kubeconfig context; default its current context.").tag(config=True)
-    default_image = Unicode(
-        "python:3.11-slim", help="Image of task roles whose spec names none."
-    ).tag(config=True)
-    node_selector = Dict(
-        help="""Node selector of every job pod, e.g. ``{"gpu-pool": "a100"}``."""
-    ).tag(config=True)
-    image_pull_secrets = Dict(
-        Unicode(),
-        help="""Registry host → the Secret (type ``kubernetes.io/dockerconfigjson``, in the
-        job's namespace) pods pull that registry's images with, e.g.
-        ``{"harbor.example.com": "team-registry"}``. ``PAIConfig.image_registries`` entries
-        with a ``pullSecret`` add theirs.""",
-    ).tag(config=True)
-    gpu_resource = Unicode("nvidia.com/gpu", help="The extended resource GPUs are.").tag(
-        config=True
-    )
-    vc_priority_prefix = Unicode(
-        "vc-", help="native flavor: PriorityClass name = prefix + virtual cluster."
-    ).tag(config=True)
-    allowed_virtual_clusters = List(
-        Unicode(),
-        help="""Virtual clusters users of this server may submit to; empty: all the cluster
-        offers. Example: ``["default", "research"]``. Default: $JUPYTER_PAI_VIRTUAL_CLUSTERS
-        (comma-separated; JupyterHub's spawn sets it from the user's groups).""",
-    ).tag(config=True)
-
-    @default("allowed_virtual_clusters")
-    def _default_allowed_virtual_clusters(self) -> list[str]:
-        listed = os.environ.get("JUPYTER_PAI_VIRTUAL_CLUSTERS", "")
-        return [vc.strip() for vc in listed.split(",") if vc.strip()]
-
-    storage_label_selector = Unicode(
-        "",
-        help="""Only persistent volume claims with these labels are storages
-        (e.g. ``jupyter-pai.io/storage=true``); empty: every claim in the namespace.""",
-    ).tag(config=True)
-    storage_local_paths = Dict(
-        help="""Claims this Jupyter server has mounted: ``{claim: local path}``; these are
-        used directly, the others through a short-lived helper pod (mounting the claim
-        read-write unless the storage is read-only).""",
-    ).tag(config=True)
-    storage_helper_image = Unicode(
-        "python:3.11-slim", help="Image of the storage helper pod (needs python3)."
-    ).tag(config=True)
-    storage_helper_idle = Float(
-        60.0,
-        help="""Seconds a storage helper pod waits for the next request before it is
-        deleted (it is reused meanwhile; all are deleted when the server stops).""",
-    ).tag(config=True)
-    sync_timeout = Float(10.0, help="Seconds to wait for the first list of each kind.").tag(
-        config=True
-    )
-    leftover_grace_seconds = Float(
-        300.0,
-        help="""At start, a job's Secret or Service that has no owner (its creation was
-        cut short by a killed process) and is older than this is given its job as owner, or
-        deleted where the job does not exist; younger ones may be a submission under way.""",
-    ).tag(config=True)
-    request_timeout = Float(15.0, help="Seconds per API-server request.").tag(config=True)
-    log_relay = Bool(
-        False,
-        help="""Open and read log follows in the log relay, a process of this one's own
-        (:mod:`.logrelay`): set by the Jupyter server, whose loop is busy with its other
-        requests. A command-line or notebook backend reads its follows itself.""",
-    )
-    master_port = Int(29500, help="MASTER_PORT of torch.distributed.").tag(config=True)
-    prometheus_url = Unicode(
-        help="""A Prometheus server that scrapes NVIDIA's DCGM exporter, for GPU utilisation
-        per task and node, and the node exporter, for each node's CPU and memory use
-        (e.g. ``http://prometheus.monitoring:9090``); empty: none. Default:
-        $JUPYTER_PAI_PROMETHEUS_URL.""",
-    ).tag(config=True)
-
-    @default("prometheus_url")
-    def _default_prometheus_url(self) -> str:
-        return os.environ.get("JUPYTER_PAI_PROMETHEUS_URL", "")
-
-    hived_url = Unicode(
-        help="""hived flavor: HiveD's web server (``webServerAddress`` of its config, e.g.
-        ``http://hivedscheduler.pai:30096``), whose virtual clusters and cells are listed
-        and checked at submission; empty: VC names are not checked (HiveD refuses unknown
-        ones). Default: $JUPYTER_PAI_HIVED_URL.""",
-    ).tag(config=True)
-
-    hived_cpu_sku = Unicode(
-        help="""hived flavor: the SKU of HiveD's CPU cells (one CPU each, as in OpenPAI's
-        CPU-only virtual clusters), where tasks without GPUs are placed: one cell per CPU
-        they ask. Empty: tasks without GPUs are refused (HiveD places GPU cells only).
-        Default: $JUPYTER_PAI_HIVED_CPU_SKU.""",
-    ).tag(config=True)
-
-    @default("hived_cpu_sku")
-    def _default_hived_cpu_sku(self) -> str:
-        return os.environ.get("JUPYTER_PAI_HIVED_CPU_SKU", "")
-
-    @default("hived_url")
-    def _default_hived_url(self) -> str:
-        return os.environ.get("JUPYTER_PAI_HIVED_URL", "")
-
-    utilisation_cache_seconds = Float(
-        10.0,
-        help="""Seconds Prometheus's answers are reused: every job's utilisation comes
-        from one set of queries per this period, however many jobs and viewers there are.""",
-    ).tag(config=True)
+class KubernetesBackend(ClaimStorage, KubernetesSettings):
+    """Jobs of one namespace, as the credentials it is given allow (its configuration:
+    :class:`.KubernetesSettings`)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -209,6 +79,7 @@ class KubernetesBackend(ClaimStorage, Backend):
             image_pull_secrets=dict(self.image_pull_secrets),
             gpu_resource=self.gpu_resource,
             master_port=self.master_port,
+            security=PodSecurity(self.pod_security, self.run_as_user, self.run_as_group),
         )
         # Each flavor's settings, from the traitlets; the chosen flavor takes its own.
         settings: dict[type[FlavorSettings], FlavorSettings] = {
@@ -333,7 +204,7 @@ class KubernetesBackend(ClaimStorage, Backend):
         )
 
     async def self_check(self) -> SelfCheck:
-        return await selfcheck.check(self)
+        return await selfcheck.check(self, self.rest, self.scheduler_flavor.own_kinds)
 
     async def list_jobs(self, query: JobFilter | None = None) -> list[JobSummary]:
         return self.views.summaries(query)

@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 
@@ -35,7 +35,23 @@ from .rest import path
 from .sideloop import there
 
 if TYPE_CHECKING:
-    from .backend import KubernetesBackend
+    from .jobviews import JobViews
+    from .rest import Rest
+
+
+class Forwarding(Protocol):
+    """What forwards need of the backend (:class:`.KubernetesBackend`): its connection,
+    namespace and watched pods."""
+
+    @property
+    def rest(self) -> Rest | None: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def views(self) -> JobViews: ...
+
 
 log = logging.getLogger(__name__)
 CHUNK = 64 * 1024
@@ -88,7 +104,7 @@ class PortForward:
     (the way jupyter_client names ``ipc`` channels)."""
 
     def __init__(
-        self, backend: KubernetesBackend, pod: str, ports: list[int], patience: float = 0.0
+        self, backend: Forwarding, pod: str, ports: list[int], patience: float = 0.0
     ) -> None:
         assert backend.rest is not None
         #: How long a connection's refused streams are opened again (0: never).
@@ -245,7 +261,7 @@ class TaskPortForwards:
     reused by every later request; a forward whose pod has gone is closed on the next
     use, the rest when the backend closes."""
 
-    def __init__(self, backend: KubernetesBackend) -> None:
+    def __init__(self, backend: Forwarding) -> None:
         self.backend = backend
         self._forwards: dict[tuple[str, int], PortForward] = {}
         self._lock = asyncio.Lock()

@@ -7,7 +7,7 @@ The report's models are backend-neutral, in ``backends.selfcheck``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 from ...errors import Unavailable
@@ -17,10 +17,11 @@ from .flavors.hived_cells import HivedCells
 from .kubeclient import ConfigException
 from .permissions import Permission, required
 from .promql import NoAnswer, instant_all
+from .resources import Kind
 from .rest import ApiError, Rest
 
 if TYPE_CHECKING:
-    from .backend import KubernetesBackend
+    from .settings import KubernetesSettings
 
 #: The ClusterRoles an admin binds: in the user's namespace, and cluster wide (reads).
 NAMESPACE_ROLE = "jupyter-pai-user"
@@ -94,7 +95,10 @@ async def reviews(
 
 
 async def scheduler_served(
-    rest: Rest, backend: KubernetesBackend, permissions: list[Permission]
+    rest: Rest,
+    backend: KubernetesSettings,
+    own_kinds: Sequence[Kind],
+    permissions: list[Permission],
 ) -> Reachability:
     """Whether the API server serves every resource of the flavor's own kinds (its CRDs,
     or an alpha API a feature gate turns on), and every other API group the permissions
@@ -102,7 +106,7 @@ async def scheduler_served(
 
     name = f"scheduler ({SCHEDULERS.get(backend.flavor, backend.flavor)})"
     wanted: dict[str, set[str]] = {}
-    for kind in backend.scheduler_flavor.own_kinds:
+    for kind in own_kinds:
         if not kind.core:
             wanted.setdefault(kind.api_version, set()).add(kind.plural)
     known = {v.rpartition("/")[0] for v in wanted}
@@ -150,24 +154,27 @@ async def prometheus_answers(url: str) -> Reachability:
     return Reachability(name="Prometheus", ok=True, detail=f"{url} answers")
 
 
-async def check(backend: KubernetesBackend) -> SelfCheck:
-    """Ask the API server about every permission ``backend``'s flavor uses, a few at once, over
-    the backend's REST client (a short-lived one when the backend is not started)."""
+async def check(
+    backend: KubernetesSettings, rest: Rest | None, own_kinds: Sequence[Kind]
+) -> SelfCheck:
+    """Ask the API server about every permission ``backend``'s flavor uses (whose own kinds
+    are ``own_kinds``), a few at once, over the backend's REST client ``rest`` (a
+    short-lived one when the backend is not started)."""
 
-    if backend.rest is not None:
-        return await _check(backend, backend.rest)
+    if rest is not None:
+        return await _check(backend, rest, own_kinds)
     try:
         api = await connect.api_client(backend.kubeconfig or None, backend.context or None)
     except (ConfigException, OSError, ValueError) as error:
         detail = f"no credentials for the cluster: {error}"
         return _report(backend, [Reachability(name="API server", ok=False, detail=detail)])
     try:
-        return await _check(backend, Rest(api, timeout=backend.request_timeout))
+        return await _check(backend, Rest(api, timeout=backend.request_timeout), own_kinds)
     finally:
         await api.close()
 
 
-async def _check(backend: KubernetesBackend, rest: Rest) -> SelfCheck:
+async def _check(backend: KubernetesSettings, rest: Rest, own_kinds: Sequence[Kind]) -> SelfCheck:
 
     host = rest.api.configuration.host
     try:
@@ -188,7 +195,9 @@ async def _check(backend: KubernetesBackend, rest: Rest) -> SelfCheck:
         detail=f"{host} answers (Kubernetes {version.get('gitVersion')})",
     )
     permissions = required(backend.flavor)
-    probes: list[Awaitable[Reachability]] = [scheduler_served(rest, backend, permissions)]
+    probes: list[Awaitable[Reachability]] = [
+        scheduler_served(rest, backend, own_kinds, permissions)
+    ]
     if backend.hived_url:
         probes.append(hived_answers(backend.hived_url))
     if backend.prometheus_url:
@@ -201,7 +210,7 @@ async def _check(backend: KubernetesBackend, rest: Rest) -> SelfCheck:
 
 
 def _report(
-    backend: KubernetesBackend,
+    backend: KubernetesSettings,
     reached: list[Reachability],
     missing: list[MissingPermission] | None = None,
     checked: int = 0,

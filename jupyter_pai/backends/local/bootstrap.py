@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
             return
         from .supervisor import Supervisor  # the heavy part, once the tasks run
 
-        Supervisor(store, args.job_id).run(started)
+        Supervisor(store, args.job_id).run(started, early_signals)
     except Exception:
         import traceback
 

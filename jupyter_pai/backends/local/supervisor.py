@@ -24,7 +24,6 @@ from ...spec.protocol import JobProtocol
 from ..completion_policy import Decision, decide
 from ..models import JobState, TaskState
 from .admission import load_config, requeue, schedule
-from .bootstrap import early_signals
 from .launchplan import LaunchPlan, discard_plan, read_plan, start_task, write_plan
 from .processes import alive, group_running, signal_group, start_marker
 from .records import JobRecord, TaskRecord, now
@@ -79,12 +78,18 @@ class Supervisor:
 
     # -- main ----------------------------------------------------------------------------
 
-    def run(self, started: dict[str, subprocess.Popen[bytes]] | None = None) -> None:
-        """``started``: the first attempt's tasks, already started by the bootstrap."""
+    def run(
+        self,
+        started: dict[str, subprocess.Popen[bytes]] | None = None,
+        early_signals: list[int] | None = None,
+    ) -> None:
+        """``started``: the first attempt's tasks, already started by the bootstrap;
+        ``early_signals``: the stop signals the bootstrap caught before these handlers, read
+        once they are installed so that none falls between the two."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        self.stop_signalled = self.stop_signalled or bool(early_signals)
+        self.stop_signalled = self.stop_signalled or bool(early_signals or ())
         if not self._claim():
             for proc in (started or {}).values():  # cannot happen: the bootstrap claimed it
                 signal_group(proc.pid, signal.SIGKILL)
@@ -331,9 +336,3 @@ def _bump_retry(rec: JobRecord, key: str) -> None:
     t = next(t for t in rec.tasks if t.key == key)
     t.retries += 1
     t.state = TaskState.WAITING
-
-
-if __name__ == "__main__":
-    from .bootstrap import main
-
-    main()
