@@ -28,14 +28,24 @@ def configure_kubespawner(
     cluster_reader_role: str = "jupyter-pai-cluster-reader",
     namespace_prefix: str = "",
     config_map: str | None = "jupyter-pai-config",
+    pod_security: str = "baseline",
+    ingress_from: list[dict[str, Any]] | None = [],  # noqa: B006 - never mutated
 ) -> None:
     """Configure ``c.KubeSpawner``: a namespace per user (``<namespace_prefix><username>``)
     labelled with the VCs the user may use (``open_vcs`` and those ``vc_groups`` gives
     their JupyterHub groups), the service account ``jupyter-pai`` bound to ``user_role``
     there and to ``cluster_reader_role``, a LocalQueue per VC for ``flavor="kueue"``, and
     the ConfigMap ``config_map`` of the hub's namespace as the server's
-    ``jupyter_server_config.json`` (in ``/etc/jupyter-pai``; None: none). Bad arguments raise
-    ValueError naming the argument, when the hub loads its configuration."""
+    ``jupyter_server_config.json`` (in ``/etc/jupyter-pai``; None: none).
+
+    The namespace enforces Pod Security level ``pod_security`` (``baseline``, or
+    ``restricted`` for teams whose images run as non-root; the user's server, jobs,
+    kernels and storage helpers are made to meet it), and a NetworkPolicy admits into its
+    pods only its own pods, the hub's namespace and the peers in ``ingress_from``
+    (NetworkPolicy ``from`` entries, e.g. a Prometheus's namespace; None: no policy). A
+    namespace that exists but was not made by the hub for this user stops the spawn.
+    Bad arguments raise ValueError naming the argument, when the hub loads its
+    configuration."""
     settings = HubSettings(
         flavor=flavor,
         vc_groups=dict(vc_groups or {}),
@@ -44,6 +54,8 @@ def configure_kubespawner(
         cluster_reader_role=cluster_reader_role,
         namespace_prefix=namespace_prefix,
         config_map=config_map,
+        pod_security=pod_security,
+        ingress_from=None if ingress_from is None else tuple(ingress_from),
     )
     spawner = c.KubeSpawner
     spawner.enable_user_namespaces = True

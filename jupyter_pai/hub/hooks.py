@@ -5,7 +5,10 @@ blocks the hub's event loop.
 
 Idempotent: each spawn creates what is missing and corrects what changed (a group gained
 or lost, so VC labels and LocalQueues follow); objects it made carry
-``jupyter-pai/managed: "true"``, and only those are ever deleted."""
+``jupyter-pai/managed: "true"``, and only those are ever deleted. A namespace is the
+user's only if the hub made it for them (that label and the user's annotation): a login
+named as a system namespace, the hub's own or one an admin made stops the spawn with the
+reason, and nothing is created or bound there."""
 
 from __future__ import annotations
 
@@ -22,6 +25,10 @@ from . import objects
 from .objects import HubSettings, Manifest
 
 KUEUE_GROUP, KUEUE_VERSION = objects.KUEUE_API.split("/")
+
+
+class NamespaceRefused(RuntimeError):
+    """The user's namespace is not one the hub may give them: the spawn stops, saying why."""
 
 
 def hub_namespace() -> str:
@@ -81,6 +88,10 @@ def make_modify_pod_hook(
         env = [e for e in env if e.name not in wanted]
         env += [client.V1EnvVar(name=k, value=v) for k, v in wanted.items()]
         container.env = env
+        if settings.pod_security == "restricted":
+            # The server's pod is made in the user's namespace too, so it must meet the
+            # level: non-root (the image's user, e.g. jovyan), no capabilities.
+            restricted_pod(pod, container)
         parts = objects.config_volume(settings)
         if parts is not None:
             volume, mount = parts
@@ -103,11 +114,60 @@ def make_modify_pod_hook(
     return modify_pod_hook
 
 
+def restricted_pod(pod: Any, container: Any) -> None:
+    """Pod Security's ``restricted`` fields on KubeSpawner's pod (its own settings, such as
+    ``uid``, stay where they meet the level). KubeSpawner gives security contexts as
+    camelCase dicts or as client models: both are taken, and dicts are written back."""
+    pod.spec.security_context = _merged(
+        pod.spec.security_context,
+        {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    )
+    for each in [*(pod.spec.init_containers or []), *pod.spec.containers]:
+        ctx = _merged(
+            each.security_context,
+            {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        )
+        ctx.pop("privileged", None)
+        if ctx.get("runAsUser") == 0:
+            del ctx["runAsUser"]
+        each.security_context = ctx
+
+
+def _merged(current: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    if current is None:
+        base: dict[str, Any] = {}
+    elif isinstance(current, dict):
+        base = dict(current)
+    else:  # a client model: its fields by their API names
+        base = _api_fields(current)
+    return {**base, **fields}
+
+
+def _api_fields(model: Any) -> Any:
+    """A client model as the API writes it (camelCase keys, no unset fields)."""
+    if isinstance(model, list):
+        return [_api_fields(m) for m in model]
+    if not hasattr(model, "attribute_map"):
+        return model
+    return {
+        key: _api_fields(getattr(model, attr))
+        for attr, key in model.attribute_map.items()
+        if getattr(model, attr) is not None
+    }
+
+
 async def ensure_user(
     settings: HubSettings, api: Any, username: str, groups: list[str], namespace: str
 ) -> None:
-    """Create or correct the user's namespace, service account, bindings, LocalQueues
-    and configuration copy."""
+    """Create or correct the user's namespace, service account, bindings, LocalQueues,
+    network policy and configuration copy."""
+    hub_ns = hub_namespace()
+    why = objects.reserved_namespace(namespace, hub_ns)
+    if why is not None:
+        raise NamespaceRefused(
+            f"user {username!r} cannot have namespace {namespace!r}: {why} (set "
+            "configure_kubespawner's namespace_prefix, or rename the user)"
+        )
     # Typed Any: the client's stubs take models, and these are plain manifests.
     core: Any = client.CoreV1Api(api)
     rbac: Any = client.RbacAuthorizationV1Api(api)
@@ -119,7 +179,14 @@ async def ensure_user(
         if error.status != 409:
             raise
         meta = (await core.read_namespace(namespace)).metadata
-        patch = objects.label_patch(meta.labels or {}, username, vcs)
+        if not objects.made_for(meta, username):
+            raise NamespaceRefused(
+                f"namespace {namespace!r} exists and was not made by jupyter-pai's hub for "
+                f"user {username!r} (label {objects.MANAGED_LABEL}=true and annotation "
+                f"{objects.USER_ANNOTATION}={username}): nothing is bound there. Ask your admin "
+                "to delete or rename it, or to give this user another namespace_prefix"
+            ) from None
+        patch = objects.label_patch(settings, meta.labels or {}, username, vcs)
         if objects.changes(patch, meta.labels or {}, meta.annotations or {}):
             await core.patch_namespace(namespace, patch)
     await _create(core.create_namespaced_service_account(namespace, sa))
@@ -137,8 +204,11 @@ async def ensure_user(
     )
     if settings.flavor == "kueue":
         await _sync_local_queues(api, namespace, queues)
+    policy = objects.network_policy(settings, namespace, hub_ns)
+    if policy is not None:
+        await _network_policy(api, namespace, policy)
     if settings.config_map is not None:
-        await _copy_config(core, settings, namespace)
+        await _copy_config(core, settings, namespace, hub_ns)
 
 
 async def _create(request: Awaitable[Any]) -> None:
@@ -211,9 +281,26 @@ async def _sync_local_queues(api: Any, namespace: str, queues: list[Manifest]) -
         )
 
 
-async def _copy_config(core: Any, settings: HubSettings, namespace: str) -> None:
+async def _network_policy(api: Any, namespace: str, policy: Manifest) -> None:
+    """The policy as ``policy`` says: made, or put back where its spec drifted."""
+    networking: Any = client.NetworkingV1Api(api)
+    name = policy["metadata"]["name"]
+    try:
+        await networking.create_namespaced_network_policy(namespace, policy)
+        return
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    current = await networking.read_namespaced_network_policy(name, namespace)
+    if api.sanitize_for_serialization(current.spec) != policy["spec"]:
+        # A replace (not a merge patch): the ingress list is the policy's whole meaning.
+        policy = {**policy, "metadata": {**policy["metadata"]}}
+        policy["metadata"]["resourceVersion"] = current.metadata.resource_version
+        await networking.replace_namespaced_network_policy(name, namespace, policy)
+
+
+async def _copy_config(core: Any, settings: HubSettings, namespace: str, source_ns: str) -> None:
     assert settings.config_map is not None
-    source_ns = hub_namespace()
     try:
         source = await core.read_namespaced_config_map(settings.config_map, source_ns)
     except ApiException as error:

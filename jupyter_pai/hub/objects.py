@@ -1,9 +1,10 @@
 """What a JupyterHub user gets on Kubernetes, as plain manifests: a namespace of their
-own (the isolation: RBAC confines their server's service account to it), that service
-account with the user role there and the cluster reader role, a Kueue LocalQueue per
-virtual cluster they may use (the ``kueue`` flavor), and what their server's pod needs
-(the namespace and flavor, the admin's server configuration). Pure functions: the
-KubeSpawner hooks (:mod:`.hooks`) only send these."""
+own (the isolation: RBAC confines their server's service account to it, Pod Security
+admission keeps their pods off the node's host, a NetworkPolicy keeps other namespaces'
+pods off theirs), that service account with the user role there and the cluster reader
+role, a Kueue LocalQueue per virtual cluster they may use (the ``kueue`` flavor), and what
+their server's pod needs (the namespace and flavor, the admin's server configuration).
+Pure functions: the KubeSpawner hooks (:mod:`.hooks`) only send these."""
 
 from __future__ import annotations
 
@@ -31,6 +32,19 @@ SERVER_CONFIG_FILE = "jupyter_server_config.json"
 CONFIG_VOLUME = "jupyter-pai-config"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 RBAC_API = "rbac.authorization.k8s.io/v1"
+NETWORKING_API = "networking.k8s.io/v1"
+#: The API server's own PodSecurity admission reads these labels of a namespace.
+POD_SECURITY_LABEL = "pod-security.kubernetes.io/"
+#: Levels a user namespace may have: ``baseline`` (the default: images run as their own
+#: user, root included, with the container runtime's default capabilities) or
+#: ``restricted`` (non-root, no capabilities; what an image must allow). Never
+#: ``privileged``: a user who may create pods would get root on a node.
+POD_SECURITY_LEVELS = ("baseline", "restricted")
+#: The NetworkPolicy that lets into a user's pods only their own namespace's pods and the
+#: peers the admin names (the hub's namespace: its proxy reaches the user's server).
+NETWORK_POLICY = "jupyter-pai-ingress"
+#: Names a user's namespace never takes: Kubernetes' own (and its ``kube-`` prefix).
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
@@ -47,10 +61,27 @@ class HubSettings:
     cluster_reader_role: str = "jupyter-pai-cluster-reader"
     namespace_prefix: str = ""
     config_map: str | None = "jupyter-pai-config"
+    pod_security: str = "baseline"
+    #: Further NetworkPolicy peers (``from`` entries) allowed into the users' pods, besides
+    #: their own namespace and the hub's; None: no NetworkPolicy is made at all.
+    ingress_from: tuple[Manifest, ...] | None = ()
 
     def __post_init__(self) -> None:
         if self.flavor not in FLAVORS:
             raise ValueError(f"flavor is {self.flavor!r}; choose one of {', '.join(FLAVORS)}")
+        if self.pod_security not in POD_SECURITY_LEVELS:
+            raise ValueError(
+                f"pod_security is {self.pod_security!r}; choose baseline or restricted (a "
+                "privileged namespace would let every user run pods with root on the node)"
+            )
+        for i, peer in enumerate(self.ingress_from or ()):
+            if not isinstance(peer, Mapping) or not (
+                set(peer) and set(peer) <= {"namespaceSelector", "podSelector", "ipBlock"}
+            ):
+                raise ValueError(
+                    f"ingress_from[{i}] must be a NetworkPolicy peer: a map of "
+                    f"namespaceSelector, podSelector or ipBlock, not {peer!r}"
+                )
         for group, vcs in self.vc_groups.items():
             if isinstance(vcs, str) or not all(isinstance(v, str) for v in vcs):
                 raise ValueError(f"vc_groups[{group!r}] must be a list of VC names, not {vcs!r}")
@@ -96,6 +127,23 @@ def namespace_name(settings: HubSettings, username: str) -> str:
     return name
 
 
+def reserved_namespace(name: str, hub_namespace: str) -> str | None:
+    """Why a user's namespace may not be ``name`` (a system one, the hub's own), or None."""
+    if name in RESERVED_NAMESPACES or name.startswith("kube-"):
+        return f"{name!r} is one of Kubernetes' own namespaces"
+    if name == hub_namespace:
+        return f"{name!r} is the hub's own namespace"
+    return None
+
+
+def made_for(meta: Any, username: str) -> bool:
+    """Whether a namespace's metadata says the hub made it for ``username``: a namespace
+    that exists otherwise (an admin's, a system one, another user's) is never taken over."""
+    labels = getattr(meta, "labels", None) or {}
+    annotations = getattr(meta, "annotations", None) or {}
+    return labels.get(MANAGED_LABEL) == "true" and annotations.get(USER_ANNOTATION) == username
+
+
 def user_label(username: str) -> str:
     """The user's name as a label value; a name no label can hold is shortened and given
     a digest (the annotation keeps it whole)."""
@@ -106,28 +154,41 @@ def user_label(username: str) -> str:
     return f"{cleaned}-{digest}" if cleaned else digest
 
 
-def namespace_labels(username: str, vcs: Iterable[str]) -> dict[str, str]:
+def pod_security_labels(level: str) -> dict[str, str]:
+    """PodSecurity admission at ``level``: enforced (a pod that breaks it is refused, whoever
+    creates it: the user, Volcano's or the Job controller), and warned and audited alike."""
+    labels = {}
+    for mode in ("enforce", "warn", "audit"):
+        labels[f"{POD_SECURITY_LABEL}{mode}"] = level
+        labels[f"{POD_SECURITY_LABEL}{mode}-version"] = "latest"
+    return labels
+
+
+def namespace_labels(settings: HubSettings, username: str, vcs: Iterable[str]) -> dict[str, str]:
     labels = {MANAGED_LABEL: "true", USER_LABEL: user_label(username)}
+    labels.update(pod_security_labels(settings.pod_security))
     labels.update({VC_LABEL_PREFIX + vc: "true" for vc in vcs})
     return labels
 
 
-def namespace(username: str, name: str, vcs: Iterable[str]) -> Manifest:
+def namespace(settings: HubSettings, username: str, name: str, vcs: Iterable[str]) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": name,
-            "labels": namespace_labels(username, vcs),
+            "labels": namespace_labels(settings, username, vcs),
             "annotations": {USER_ANNOTATION: username},
         },
     }
 
 
-def label_patch(current: Mapping[str, str], username: str, vcs: Iterable[str]) -> dict[str, Any]:
+def label_patch(
+    settings: HubSettings, current: Mapping[str, str], username: str, vcs: Iterable[str]
+) -> dict[str, Any]:
     """A merge patch of the namespace's labels: ours set, VC labels no longer allowed
     removed (``None``), anyone else's left alone."""
-    wanted: dict[str, Any] = dict(namespace_labels(username, vcs))
+    wanted: dict[str, Any] = dict(namespace_labels(settings, username, vcs))
     for key in current:
         if key.startswith(VC_LABEL_PREFIX) and key not in wanted:
             wanted[key] = None
@@ -189,6 +250,26 @@ def cluster_role_binding(settings: HubSettings, namespace: str) -> Manifest:
     }
 
 
+def network_policy(settings: HubSettings, namespace: str, hub_namespace: str) -> Manifest | None:
+    """Ingress into the user's pods from their own namespace's pods, the hub's namespace
+    (its proxy and the hub reach the user's server) and the peers the admin names; from
+    nowhere else, so another user's pod cannot reach a TensorBoard, a TCPStore or an sshd
+    around the signed links. Egress is left open (the API server, registries, storage)."""
+    if settings.ingress_from is None:
+        return None
+    peers: list[Manifest] = [
+        {"podSelector": {}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": hub_namespace}}},
+        *(dict(p) for p in settings.ingress_from),
+    ]
+    return {
+        "apiVersion": NETWORKING_API,
+        "kind": "NetworkPolicy",
+        "metadata": {"name": NETWORK_POLICY, "namespace": namespace, "labels": _managed()},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": peers}]},
+    }
+
+
 def local_queues(settings: HubSettings, namespace: str, vcs: Iterable[str]) -> list[Manifest]:
     """One LocalQueue per VC, named as the VC and pointing at the ClusterQueue of that
     name (the kueue flavor reads a VC as the LocalQueue of its name); none for the other
@@ -229,7 +310,7 @@ def user_objects(
 ) -> list[Manifest]:
     """Everything the pre-spawn hook makes sure exists, in the order it is created."""
     return [
-        namespace(username, namespace_, vcs),
+        namespace(settings, username, namespace_, vcs),
         service_account(namespace_),
         role_binding(settings, namespace_),
         cluster_role_binding(settings, namespace_),
@@ -246,6 +327,8 @@ def server_env(settings: HubSettings, namespace: str, vcs: list[str]) -> dict[st
         "JUPYTER_PAI_FLAVOR": settings.flavor,
         "JUPYTER_PAI_NAMESPACE": namespace,
         "JUPYTER_PAI_VIRTUAL_CLUSTERS": ",".join(vcs),
+        # Pods the server makes meet the namespace's level (see namespace_labels).
+        "JUPYTER_PAI_POD_SECURITY": settings.pod_security,
         **({"JUPYTER_CONFIG_PATH": SERVER_CONFIG_DIR} if settings.config_map else {}),
     }
 

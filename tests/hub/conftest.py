@@ -181,6 +181,10 @@ def run_hub(cluster: TestCluster, base: Path, flavor: str) -> Iterator[Hub]:
     with contextlib.suppress(ApiException):  # 404: none left by an earlier run
         core.delete_namespaced_config_map("jupyter-pai-config", HUB_NAMESPACE)
     core.create_namespaced_config_map(HUB_NAMESPACE, config_map)
+    # The test cluster made alice's and bob's namespaces, not the hub: as an admin gives the
+    # hub a namespace made by hand for a user (docs/admin.md), they are marked theirs.
+    for user in USERS:
+        core.patch_namespace(user, _given_to(user))
     port, token, password = free_port(), secrets.token_hex(16), secrets.token_hex(8)
     env = {
         **os.environ,
@@ -222,6 +226,22 @@ def run_hub(cluster: TestCluster, base: Path, flavor: str) -> Iterator[Hub]:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
         _remove_leftovers(cluster)
+        for user in USERS:
+            core.patch_namespace(user, _given_to(None))
+
+
+USERS = ("alice", "bob")
+
+
+def _given_to(user: str | None) -> dict[str, Any]:
+    """The label and annotation that make a namespace the hub's to give ``user`` (None:
+    no one's)."""
+    return {
+        "metadata": {
+            "labels": {"jupyter-pai/managed": "true" if user else None},
+            "annotations": {"jupyter-pai/user": user},
+        }
+    }
 
 
 def _keep_server_logs(cluster: TestCluster, base: Path) -> None:

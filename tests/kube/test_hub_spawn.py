@@ -22,6 +22,7 @@ from jupyter_pai.backends.kubernetes import KubernetesBackend, connect
 from jupyter_pai.backends.models import JobDetail, JobState
 from jupyter_pai.errors import Forbidden
 from jupyter_pai.hub import configure_kubespawner
+from jupyter_pai.hub.hooks import NamespaceRefused
 from jupyter_pai.spec import parse_job
 from tests.cluster import manifests
 from tests.cluster.pytest_plugin import TestCluster
@@ -107,6 +108,16 @@ def vc_labels(kube_cluster: TestCluster, namespace: str) -> dict[str, str]:
     return {k: v for k, v in labels.items() if k.startswith("jupyter-pai/")}
 
 
+def bindings_to_server(kube_cluster: TestCluster, namespace: str) -> list[str]:
+    """The RoleBindings in ``namespace`` whose subject is a jupyter-pai server account."""
+    rbac = client.RbacAuthorizationV1Api(kube_cluster.api())
+    return [
+        b.metadata.name
+        for b in rbac.list_namespaced_role_binding(namespace).items
+        if any(s.name == "jupyter-pai" for s in b.subjects or [])
+    ]
+
+
 def local_queues(kube_cluster: TestCluster, namespace: str) -> dict[str, str]:
     items = kube_cluster.custom().list_namespaced_custom_object(*QUEUES, namespace, "localqueues")
     return {q["metadata"]["name"]: q["spec"]["clusterQueue"] for q in items["items"]}
@@ -131,6 +142,8 @@ async def test_pre_spawn_makes_the_users_objects(
         "jupyter-pai/vc.research": "true",
     }
     assert "jupyter-pai/vc.research" not in vc_labels(kube_cluster, dave_ns)
+    labels = core.read_namespace(carol_ns).metadata.labels
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
     assert core.read_namespaced_service_account("jupyter-pai", carol_ns)
     config = core.read_namespaced_config_map("jupyter-pai-config", carol_ns)
     assert config.data == {"jupyter_server_config.json": '{"PAIConfig": {"backend": "kubernetes"}}'}
@@ -198,7 +211,8 @@ async def test_bindings_the_hub_did_not_make_are_left_alone(
     """An admin's binding of a person in the namespace stays as it is; one that takes the
     name of the server's binding stops the spawn with the reason, and is not replaced."""
     erin_ns = f"{prefix}erin"
-    kube_cluster.core().create_namespace({"metadata": {"name": erin_ns}})
+    pre_spawn, _ = hooks("volcano", prefix)
+    await pre_spawn(stand_in(admin_api, "erin", []))  # the hub makes erin's namespace
     rbac = client.RbacAuthorizationV1Api(kube_cluster.api())
 
     def binding(name: str) -> dict[str, Any]:
@@ -213,7 +227,6 @@ async def test_bindings_the_hub_did_not_make_are_left_alone(
         }
 
     rbac.create_namespaced_role_binding(erin_ns, binding("jupyter-pai-user"))
-    pre_spawn, _ = hooks("volcano", prefix)
     await pre_spawn(stand_in(admin_api, "erin", []))
     kept = rbac.read_namespaced_role_binding("jupyter-pai-user", erin_ns)
     assert [(s.kind, s.name) for s in kept.subjects] == [("User", "erin")]
@@ -392,3 +405,79 @@ async def test_the_users_account_is_refused_what_it_must_not_do(
     ]
     allowed_now = [a for a in refused if _self_review(api, a)]
     assert allowed_now == [], allowed_now
+
+
+async def test_the_hub_takes_over_no_namespace(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    """A login named as a system namespace or the hub's own, a namespace an admin made and
+    one the hub made for someone else: each spawn stops with the reason, and nothing is
+    labelled or bound there (whether or not the chart's admission policy is installed:
+    here it is not, and the hub holds the admin's rights)."""
+    core = kube_cluster.core()
+    no_prefix, _ = hooks("volcano", "")
+    for login in ("kube-system", "default", "kube-anything", hub_ns):
+        with pytest.raises(NamespaceRefused, match="cannot have namespace"):
+            await no_prefix(stand_in(admin_api, login, []))
+        if login != "kube-anything":
+            assert bindings_to_server(kube_cluster, login) == [], login
+    with pytest.raises(ApiException):
+        core.read_namespace("kube-anything")  # never made
+
+    pre_spawn, _ = hooks("volcano", prefix)
+    made_by_admin = f"{prefix}frank"
+    core.create_namespace({"metadata": {"name": made_by_admin, "labels": {"team": "ops"}}})
+    with pytest.raises(NamespaceRefused, match="exists and was not made by jupyter-pai's hub"):
+        await pre_spawn(stand_in(admin_api, "frank", []))
+    assert core.read_namespace(made_by_admin).metadata.labels == {
+        "team": "ops",
+        "kubernetes.io/metadata.name": made_by_admin,
+    }
+    assert bindings_to_server(kube_cluster, made_by_admin) == []
+
+    # A namespace the hub made for gina is not harry's, even if a template maps both there.
+    await pre_spawn(stand_in(admin_api, "gina", []))
+    gina_ns = f"{prefix}gina"
+    harry = stand_in(admin_api, "harry", [])
+    harry.namespace = gina_ns  # KubeSpawner's user_namespace_template, say
+    with pytest.raises(NamespaceRefused, match="not made by jupyter-pai's hub for user 'harry'"):
+        await pre_spawn(harry)
+    annotations = core.read_namespace(gina_ns).metadata.annotations
+    assert annotations["jupyter-pai/user"] == "gina"
+
+
+async def test_each_users_namespace_admits_only_its_own_pods(
+    kube_cluster: TestCluster, admin_api: Any, hub_ns: str, prefix: str
+) -> None:
+    """The hub gives each user namespace a NetworkPolicy: ingress from its own pods and the
+    hub's namespace (its proxy) only, put back when it drifts. (Enforced by the network
+    plugin of a cluster with real nodes; here the API server holds it as written.)"""
+    pre_spawn, _ = hooks("volcano", prefix)
+    await pre_spawn(stand_in(admin_api, "carol", []))
+    carol_ns = f"{prefix}carol"
+    networking = client.NetworkingV1Api(kube_cluster.api())
+    policy = networking.read_namespaced_network_policy("jupyter-pai-ingress", carol_ns)
+    assert policy.spec.pod_selector.match_labels is None  # every pod of the namespace
+    assert policy.spec.policy_types == ["Ingress"]
+    [rule] = policy.spec.ingress
+    peers = [kube_cluster.api().sanitize_for_serialization(p) for p in rule._from]
+    assert peers == [
+        {"podSelector": {}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": hub_ns}}},
+    ]
+    assert rule.ports is None
+    rv = policy.metadata.resource_version
+    await pre_spawn(stand_in(admin_api, "carol", []))  # again: unchanged
+    assert (
+        networking.read_namespaced_network_policy(
+            "jupyter-pai-ingress", carol_ns
+        ).metadata.resource_version
+        == rv
+    )
+    # Opened to everyone by hand: the next spawn closes it again.
+    networking.patch_namespaced_network_policy(
+        "jupyter-pai-ingress", carol_ns, {"spec": {"ingress": [{}]}}
+    )
+    await pre_spawn(stand_in(admin_api, "carol", []))
+    [rule] = networking.read_namespaced_network_policy("jupyter-pai-ingress", carol_ns).spec.ingress
+    assert len(rule._from) == 2
