@@ -95,13 +95,24 @@ def test_table_has_no_verb_without_a_caller() -> None:
         }
 
 
-def test_kueue_role_joins_kueues_batch_user_role() -> None:
-    docs = objects(template(flavor_values("kueue")))
-    labels = named(docs, "ClusterRole", "jupyter-pai-user")["metadata"]["labels"]
-    assert labels["rbac.kueue.x-k8s.io/batch-user"] == "true"
-    docs = objects(template({**flavor_values("kueue"), "aggregateTo": {}}))
-    labels = named(docs, "ClusterRole", "jupyter-pai-user")["metadata"]["labels"]
-    assert "rbac.kueue.x-k8s.io/batch-user" not in labels
+def test_no_role_of_another_project_gains_jupyter_pais_rights() -> None:
+    """By default jupyter-pai-user joins no aggregated role (Kueue's batch-user among them:
+    everyone bound to it anywhere would gain Secrets, pod create and port-forward). Joined
+    on purpose, only the JobSet and Workload verbs go, in a role of their own."""
+    for flavor in permissions.FLAVORS:
+        docs = objects(template(flavor_values(flavor)))
+        labels = named(docs, "ClusterRole", "jupyter-pai-user")["metadata"]["labels"]
+        assert not [k for k in labels if k.startswith("rbac.")], labels
+        assert not [d for d in docs if d["metadata"]["name"] == "jupyter-pai-jobs-aggregated"]
+    aggregate = {"rbac.kueue.x-k8s.io/batch-user": "true"}
+    docs = objects(template({**flavor_values("kueue"), "aggregateTo": aggregate}))
+    user = named(docs, "ClusterRole", "jupyter-pai-user")
+    assert "rbac.kueue.x-k8s.io/batch-user" not in user["metadata"]["labels"]
+    joined = named(docs, "ClusterRole", "jupyter-pai-jobs-aggregated")
+    assert joined["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-user"] == "true"
+    assert {r for _, r, _ in granted(joined)} == {"jobsets", "workloads"}
+    assert granted(joined) <= granted(user)
+    assert ("", "secrets", "get") not in granted(joined)
 
 
 def test_config_holds_the_traits() -> None:
@@ -161,6 +172,18 @@ def test_config_loads_into_the_traits(tmp_path: Path) -> None:
             "virtualClusters.default.gpus: 8 is not a multiple of hived.gpusPerCell",
         ),
         ({"flavor": "hived"}, "hived.vcCellType: name the cell type"),
+        (
+            {"userNamespaces": {"podSecurity": "privileged"}},
+            "userNamespaces.podSecurity: must be baseline or restricted",
+        ),
+        (
+            {"aggregateTo": {"rbac.example/user": "true"}},
+            "aggregateTo: only the kueue flavour has another project's role to join",
+        ),
+        (
+            {"flavor": "native", "virtualClusters": {"none": {"gpus": 1}}},
+            "virtualClusters.none: on native the name is taken",
+        ),
     ],
 )
 def test_bad_values_name_the_field(values: dict[str, Any], message: str) -> None:

@@ -290,7 +290,24 @@ def test_hub_writes_only_in_managed_namespaces(
         )
         assert error.status == 403 and "jupyter-pai/managed=true" in str(error.body)
         labels = {"jupyter-pai/managed": "true"}
+        # A user namespace enforces Pod Security at the chart's level, never below.
+        for level in (None, "privileged"):
+            pss = {"pod-security.kubernetes.io/enforce": level} if level else {}
+            error = _refused(
+                lambda pss=pss: hub.create_namespace(
+                    {"metadata": {"name": managed, "labels": {**labels, **pss}}}
+                )
+            )
+            assert error.status == 403 and "enforces Pod Security level baseline" in str(error.body)
+        labels["pod-security.kubernetes.io/enforce"] = "baseline"
         hub.create_namespace({"metadata": {"name": managed, "labels": labels}})
+        error = _refused(
+            lambda: hub.patch_namespace(
+                managed,
+                {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}},
+            )
+        )
+        assert error.status == 403 and "enforces Pod Security level baseline" in str(error.body)
         hub.create_namespaced_service_account(managed, sa)
         bind(managed, "jupyter-pai-user")
         queue = {
@@ -304,6 +321,19 @@ def test_hub_writes_only_in_managed_namespaces(
         )
         hub.create_namespaced_config_map(
             managed, {"metadata": {"name": "jupyter-pai-config"}, "data": {"a.json": "{}"}}
+        )
+        netpol = {"metadata": {"name": "jupyter-pai-ingress"}, "spec": {"podSelector": {}}}
+        networking: Any = client.NetworkingV1Api(hub_api)
+        networking.create_namespaced_network_policy(managed, netpol)
+        networking.replace_namespaced_network_policy(
+            "jupyter-pai-ingress",
+            managed,
+            {
+                **netpol,
+                "metadata": networking.read_namespaced_network_policy(
+                    "jupyter-pai-ingress", managed
+                ).metadata,
+            },
         )
         # Its namespaces' VC labels follow the user's groups.
         hub.patch_namespace(managed, {"metadata": {"labels": {"jupyter-pai/vc.research": "true"}}})
@@ -346,6 +376,7 @@ def test_hub_writes_only_in_managed_namespaces(
             lambda: hub.create_namespaced_service_account(unmanaged, sa),
             lambda: hub.create_namespaced_config_map(unmanaged, {"metadata": {"name": "c"}}),
             lambda: bind(unmanaged, "jupyter-pai-user"),
+            lambda: networking.create_namespaced_network_policy(unmanaged, netpol),
             lambda: hub.create_namespaced_pod(
                 unmanaged,
                 {

@@ -146,3 +146,20 @@ gpus, when given, must be their sum. */}}
 {{- define "jupyter-pai.hubUser" -}}
 {{- printf "system:serviceaccount:%s:%s" .Values.hub.serviceAccount.namespace .Values.hub.serviceAccount.name -}}
 {{- end -}}
+
+{{/* CEL: whether the resource name k is a GPU's (userNamespaces.gpuResourcePrefixes). */}}
+{{- define "jupyter-pai.gpuKeyCel" -}}
+{{- $prefixes := .Values.userNamespaces.gpuResourcePrefixes -}}
+{{- if not $prefixes }}{{ fail "userNamespaces.gpuResourcePrefixes: name at least one, e.g. nvidia.com/" }}{{ end -}}
+{{- $parts := list -}}
+{{- range $p := $prefixes }}{{ $parts = append $parts (printf "k.startsWith(%s)" ($p | toJson)) }}{{ end -}}
+({{ join " || " $parts }})
+{{- end -}}
+
+{{/* CEL: whether the pod spec at (list SPEC KEY) asks for a GPU in a container or an init
+container: KEY is jupyter-pai.gpuKeyCel. */}}
+{{- define "jupyter-pai.gpuSpecCel" -}}
+{{- $s := index . 0 }}{{ $key := index . 1 -}}
+{{- $c := printf "has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(k, %s)) || (has(c.resources.requests) && c.resources.requests.exists(k, %s)))" $key $key -}}
+((has({{ $s }}.containers) && {{ $s }}.containers.exists(c, {{ $c }})) || (has({{ $s }}.initContainers) && {{ $s }}.initContainers.exists(c, {{ $c }})))
+{{- end -}}
