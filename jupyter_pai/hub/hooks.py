@@ -91,7 +91,7 @@ def make_modify_pod_hook(
         if settings.pod_security == "restricted":
             # The server's pod is made in the user's namespace too, so it must meet the
             # level: non-root (the image's user, e.g. jovyan), no capabilities.
-            restricted_pod(pod, container)
+            restricted_pod(pod)
         parts = objects.config_volume(settings)
         if parts is not None:
             volume, mount = parts
@@ -114,7 +114,7 @@ def make_modify_pod_hook(
     return modify_pod_hook
 
 
-def restricted_pod(pod: Any, container: Any) -> None:
+def restricted_pod(pod: Any) -> None:
     """Pod Security's ``restricted`` fields on KubeSpawner's pod (its own settings, such as
     ``uid``, stay where they meet the level). KubeSpawner gives security contexts as
     camelCase dicts or as client models: both are taken, and dicts are written back."""
@@ -144,7 +144,9 @@ def _merged(current: Any, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _api_fields(model: Any) -> Any:
-    """A client model as the API writes it (camelCase keys, no unset fields)."""
+    """A client model as the API writes it (camelCase keys, no unset fields): what the
+    client's ``sanitize_for_serialization`` does, a method of an ApiClient, whose
+    kubernetes_asyncio constructor opens an HTTP session: not for a pod hook to make."""
     if isinstance(model, list):
         return [_api_fields(m) for m in model]
     if not hasattr(model, "attribute_map"):
