@@ -24,7 +24,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the helper pod's Python may predate typing.Self
+    from typing import Self
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".pai-upload"
@@ -125,7 +128,24 @@ def _split(path: str) -> list[str]:
     return [p for p in path.split("/") if p]
 
 
-class Spot:
+class _OpenFolder:
+    """Holds an open folder's ``fd``, closed once (also as a context manager)."""
+
+    fd: int
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Spot(_OpenFolder):
     """Where a walk ended: ``fd``, the open folder holding ``name`` (None: the walk ended
     on the root, ``fd`` itself), and ``at``, that folder's parts inside the storage (links
     resolved). Closes ``fd`` as a context manager."""
@@ -137,19 +157,8 @@ class Spot:
     def parts(self) -> list[str]:
         return self.at + ([self.name] if self.name is not None else [])
 
-    def close(self) -> None:
-        if self.fd >= 0:
-            fd, self.fd = self.fd, -1
-            os.close(fd)
 
-    def __enter__(self) -> Spot:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-class Tree:
+class Tree(_OpenFolder):
     """A storage's root, opened once (a context manager), and its :class:`Rules`."""
 
     def __init__(self, root: str, rules: Rules | None = None) -> None:
@@ -176,17 +185,6 @@ class Tree:
                 self._ids[(st.st_dev, st.st_ino)] = what
             except OSError:
                 pass
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            fd, self.fd = self.fd, -1
-            os.close(fd)
-
-    def __enter__(self) -> Tree:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # -- the rules -----------------------------------------------------------------------
 
